@@ -1,0 +1,181 @@
+package graphs
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// This file holds the compiled, immutable form of a configuration. Requests
+// read it concurrently and never change or re-validate it.
+
+// Set is a validated configuration: every graph compiled, every reference
+// resolved, every default applied.
+type Set struct {
+	Server    Server
+	Store     Store
+	Telemetry Telemetry
+	// Providers holds every usable provider: the built-in defaults merged
+	// with the file's `providers:` entries, keyed by name.
+	Providers map[string]Provider
+	// Graphs are keyed by model name.
+	Graphs map[string]*Graph
+	// GraphNames lists the keys of Graphs, sorted.
+	GraphNames []string
+}
+
+// Server is the compiled `server:` section.
+type Server struct {
+	Listen        string // default 127.0.0.1:8080
+	SessionHeader string // default X-Session-Id
+	Passthrough   bool
+	MaxBodyBytes  int64         // default 4 MiB
+	APIKeys       []APIKey      // empty: no auth
+	DrainTimeout  time.Duration // default 30s; graceful shutdown bound
+}
+
+// APIKey is one accepted bearer key and the principal it stands for.
+type APIKey struct {
+	Name string
+	Key  string
+}
+
+// Store is the compiled `store:` section.
+type Store struct {
+	URL        string        // default memory://
+	SessionTTL time.Duration // default 24h
+	Timeout    time.Duration // default 2s; bound on one store operation
+	LockLease  time.Duration // default 30s
+}
+
+// Telemetry is the compiled `telemetry:` section.
+type Telemetry struct {
+	ServiceName    string // default switchboard
+	OTLPEndpoint   string // empty: no export
+	CaptureContent bool
+}
+
+// Provider is one upstream: an OpenAI-compatible endpoint, or the built-in
+// offline demo model when Kind is "demo".
+type Provider struct {
+	Name    string
+	Kind    string // "openai" (any OpenAI-compatible endpoint) or "demo"
+	BaseURL string
+	APIKey  string
+	Timeout time.Duration // default 120s, per provider call
+	// Headers are sent with every request to this provider.
+	Headers map[string]string
+}
+
+// ModelRef names a model at a provider: "openai/gpt-4o-mini" is
+// {Provider: "openai", Model: "gpt-4o-mini"}.
+type ModelRef struct {
+	Provider string
+	Model    string
+}
+
+// String returns the ref as written in config, "provider/model".
+func (m ModelRef) String() string { return m.Provider + "/" + m.Model }
+
+// Graph is one model name clients can use: a lead agent and every agent it
+// can reach through handoffs.
+type Graph struct {
+	Name        string
+	Description string
+	Lead        *Agent
+	// Agents holds the lead and every agent reachable from it through
+	// handoffs (enabled_when ignored), keyed by name.
+	Agents      map[string]*Agent
+	MaxHandoffs int // default 5
+	MaxSteps    int // default 20
+}
+
+// Agent is one compiled agent. Agents are shared between graphs.
+type Agent struct {
+	Name         string
+	Description  string
+	Instructions string
+	// Models lists the model and its fallbacks, tried in order.
+	Models   []ModelRef
+	Tools    []*Tool
+	Handoffs []*Handoff
+}
+
+// Tool is a server-side tool run by the gateway: a POST of the JSON
+// arguments to URL, whose response body is the result.
+type Tool struct {
+	Name        string
+	Description string
+	// Parameters is the JSON Schema sent to the model.
+	Parameters json.RawMessage
+	URL        string
+	Timeout    time.Duration // default 30s
+}
+
+// Handoff is one handoff of an agent, offered to the model as a tool.
+type Handoff struct {
+	// Target is the agent that takes over.
+	Target      *Agent
+	ToolName    string
+	Description string
+	// Parameters is the input schema as JSON, sent as the tool's parameters.
+	Parameters json.RawMessage
+	// Schema validates the call's arguments.
+	Schema *jsonschema.Schema
+	// ArgOrder lists the schema's top-level properties in the order the
+	// config wrote them; the routing note lists arguments in this order.
+	ArgOrder []string
+	// Filters apply in order; empty means `all`.
+	Filters     []Filter
+	EnabledWhen *Condition // nil: always enabled
+	OnHandoff   *Hook      // nil: no hook
+}
+
+// FilterKind names an input filter.
+type FilterKind string
+
+// The input filters of CONTRACT §4.4.
+const (
+	FilterAll             FilterKind = "all"
+	FilterRemoveToolCalls FilterKind = "remove_tool_calls"
+	FilterLastUserMessage FilterKind = "last_user_message"
+	FilterNestHistory     FilterKind = "nest_history"
+	FilterKeepLast        FilterKind = "keep_last"
+)
+
+// Filter is one input filter; N is set for keep_last.
+type Filter struct {
+	Kind FilterKind
+	N    int
+}
+
+// Condition is a compiled enabled_when: all of its parts must hold.
+type Condition struct {
+	Metadata  map[string]string // nil: no metadata condition
+	Principal string            // empty: no principal condition
+}
+
+// Holds reports whether the condition holds for a request's metadata and
+// principal.
+func (c *Condition) Holds(metadata map[string]string, principal string) bool {
+	if c == nil {
+		return true
+	}
+	if c.Principal != "" && c.Principal != principal {
+		return false
+	}
+	for k, v := range c.Metadata {
+		got, ok := metadata[k]
+		if !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// Hook is an on_handoff webhook.
+type Hook struct {
+	URL     string
+	Timeout time.Duration // default 5s
+}

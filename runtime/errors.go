@@ -1,0 +1,15 @@
+package runtime
+
+import "errors"
+
+// Errors a run returns, wrapped with what went wrong. The gateway maps each
+// to its status and code (CONTRACT §3).
+var (
+	// ErrInvalidRequest: the request cannot start a run (no new input in a
+	// session, a client tool that clashes with the agent's own, ...).
+	ErrInvalidRequest = errors.New("invalid request")
+	// ErrMaxSteps: the run would need one model call more than max_steps.
+	ErrMaxSteps = errors.New("max steps exceeded")
+	// ErrGraph: the graph cannot go on (an input filter left no message).
+	ErrGraph = errors.New("graph error")
+)

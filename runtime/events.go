@@ -1,0 +1,44 @@
+package runtime
+
+import "time"
+
+// EventKind tells what an Event reports.
+type EventKind int
+
+// The events a run emits, in the order they happen.
+const (
+	// EventAgentStart: Agent takes the run (the first agent, or a handoff
+	// target). Emitted before the agent's first model call.
+	EventAgentStart EventKind = iota + 1
+	// EventDelta: Text is the next piece of Agent's reply, as the provider
+	// produced it (streamed runs only).
+	EventDelta
+	// EventHandoff: an accepted handoff From -> To by the call ToolCallID.
+	EventHandoff
+)
+
+// Event is one thing that happened during a run. The gateway renders events
+// as SSE chunks; a non-streaming reply only needs the Result.
+type Event struct {
+	Kind       EventKind
+	Agent      string
+	Text       string
+	From, To   string
+	ToolCallID string
+}
+
+// Result is the outcome of a run that finished.
+type Result struct {
+	// Agent answered last.
+	Agent string
+	// Message is the final assistant message. When the run stopped for
+	// client tools, its ToolCalls are the client's calls only.
+	Message      Message
+	FinishReason string // "stop", "length", "tool_calls", ...
+	Usage        Usage
+	// Version is the session's version after the run (0 when stateless).
+	Version int64
+	// ExternalTime is the time spent waiting on providers, tools and hooks;
+	// the rest of a request's time is the gateway's own overhead.
+	ExternalTime time.Duration
+}

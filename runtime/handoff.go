@@ -1,0 +1,169 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/switchboard-ai/switchboard/graphs"
+)
+
+// routingNotePrefix starts every routing note; the text is for the model,
+// the marker on the message is what the gateway trusts.
+const routingNotePrefix = "[routing note - not from the user] handoff "
+
+// orderedArgs are a handoff call's validated arguments.
+type orderedArgs struct {
+	values map[string]any
+	// keys in schema order, then any others sorted.
+	keys []string
+}
+
+// parseArgs decodes a handoff call's arguments and validates them against
+// the handoff's input schema.
+func parseArgs(h *graphs.Handoff, raw string) (orderedArgs, error) {
+	if strings.TrimSpace(raw) == "" {
+		raw = "{}"
+	}
+	v, err := jsonschema.UnmarshalJSON(strings.NewReader(raw))
+	if err != nil {
+		return orderedArgs{}, fmt.Errorf("arguments are not valid JSON: %v", err)
+	}
+	if h.Schema != nil {
+		if err := h.Schema.Validate(v); err != nil {
+			var ve *jsonschema.ValidationError
+			if errors.As(err, &ve) {
+				return orderedArgs{}, fmt.Errorf("arguments do not match the input schema: %s", strings.Join(leafErrors(ve), "; "))
+			}
+			return orderedArgs{}, fmt.Errorf("arguments do not match the input schema: %v", err)
+		}
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return orderedArgs{}, fmt.Errorf("arguments must be a JSON object")
+	}
+	a := orderedArgs{values: obj, keys: make([]string, 0, len(obj))}
+	for _, k := range h.ArgOrder {
+		if _, ok := obj[k]; ok {
+			a.keys = append(a.keys, k)
+		}
+	}
+	var extra []string
+	for k := range obj {
+		if !slices.Contains(h.ArgOrder, k) {
+			extra = append(extra, k)
+		}
+	}
+	slices.Sort(extra)
+	a.keys = append(a.keys, extra...)
+	return a, nil
+}
+
+// leafErrors flattens a validation error into short "at /path: why" lines.
+func leafErrors(ve *jsonschema.ValidationError) []string {
+	if len(ve.Causes) == 0 {
+		loc := "/" + strings.Join(ve.InstanceLocation, "/")
+		return []string{fmt.Sprintf("at %s: %v", loc, ve.ErrorKind)}
+	}
+	var out []string
+	for _, c := range ve.Causes {
+		out = append(out, leafErrors(c)...)
+	}
+	return out
+}
+
+// routingNote is the text of the note appended at a handoff (CONTRACT §4.3).
+func routingNote(from, to string, a orderedArgs) string {
+	var b strings.Builder
+	b.WriteString(routingNotePrefix + from + " -> " + to)
+	for i, k := range a.keys {
+		if i == 0 {
+			b.WriteString(": ")
+		} else {
+			b.WriteString(", ")
+		}
+		b.WriteString(k + "=" + jsonString(a.values[k]))
+	}
+	return b.String()
+}
+
+// jsonString encodes v as JSON without HTML escaping, for text read by
+// models and people.
+func jsonString(v any) string {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return `""`
+	}
+	return strings.TrimSuffix(buf.String(), "\n")
+}
+
+// refuseHandoff records a refused handoff call: its error result, its span
+// and its metric.
+func (rn *run) refuseHandoff(ctx context.Context, c *classified, code, why string) {
+	c.result, c.write = toolError(code, why), true
+	rn.traceHandoff(ctx, c.handoff, c.call.ID, code)
+	rn.metrics.Handoff(rn.graph.Name, rn.agent.Name, c.handoff.Target.Name, code)
+}
+
+// acceptHandoff writes an accepted handoff into the transcript: its tool
+// result, the on_handoff hook, the input filter, then the routing note that
+// carries the marker (CONTRACT §4.3 steps 5-7).
+func (rn *run) acceptHandoff(ctx context.Context, h *graphs.Handoff, call ToolCall, args orderedArgs) error {
+	from, to := rn.agent.Name, h.Target.Name
+	rn.traceHandoff(ctx, h, call.ID, outcomeAccepted)
+	rn.metrics.Handoff(rn.graph.Name, from, to, outcomeAccepted)
+	rn.handoffs++
+	rn.transcript = append(rn.transcript, toolResult(call.ID, `{"assistant": `+jsonString(to)+`}`))
+	if h.OnHandoff != nil {
+		rn.callHook(ctx, h, from, to, args)
+	}
+	if len(h.Filters) > 0 {
+		filtered, err := applyFilters(rn.transcript, h.Filters)
+		if err != nil {
+			return fmt.Errorf("handoff %s -> %s: %w", from, to, err)
+		}
+		// The filter may share the old backing array; the run's transcript
+		// must not.
+		rn.transcript = append(make([]Message, 0, len(filtered)+4), filtered...)
+		rn.replace = true
+	}
+	rn.transcript = append(rn.transcript, Message{
+		Role:    RoleSystem,
+		Content: routingNote(from, to, args),
+		Handoff: &Marker{From: from, To: to},
+	})
+	rn.emit(Event{Kind: EventHandoff, Agent: to, From: from, To: to, ToolCallID: call.ID})
+	return nil
+}
+
+// callHook calls on_handoff; a failure is logged and traced, never fatal.
+func (rn *run) callHook(ctx context.Context, h *graphs.Handoff, from, to string, args orderedArgs) {
+	if rn.opts.Hooks == nil {
+		return
+	}
+	start := time.Now()
+	payload := map[string]any{"from": from, "to": to, "args": args.values, "sessionId": rn.req.SessionID}
+	err := rn.opts.Hooks.Call(ctx, h.OnHandoff, payload)
+	rn.external += time.Since(start)
+	if err != nil {
+		rn.log.Warn("on_handoff hook failed", "from", from, "to", to, "url", h.OnHandoff.URL, "err", err)
+		traceHookFailure(ctx, h.OnHandoff.URL, err)
+	}
+}
+
+// switchAgent hands the run to the target of an accepted handoff.
+func (rn *run) switchAgent(ctx context.Context, h *graphs.Handoff) {
+	rn.endAgent(nil)
+	rn.agent = h.Target
+	rn.offer = nil
+	rn.startAgent(ctx, rn.agent)
+}

@@ -1,0 +1,75 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// callModel makes the current agent's next model call: its model, then its
+// fallbacks in order while a call fails before any text reached the client.
+func (rn *run) callModel(ctx context.Context) (*ChatResponse, error) {
+	req := &ChatRequest{
+		Messages: providerMessages(rn.agent.Instructions, rn.transcript),
+		Tools:    rn.offered(),
+		Params:   rn.req.Params,
+		Stream:   rn.req.Stream,
+	}
+	var streamed bool
+	var onDelta func(string)
+	if rn.req.Stream {
+		agent := rn.agent.Name
+		onDelta = func(text string) {
+			streamed = true
+			rn.emit(Event{Kind: EventDelta, Agent: agent, Text: text})
+		}
+	}
+	var err error
+	for _, ref := range rn.agent.Models {
+		req.Model = ref
+		start := time.Now()
+		cctx, span := rn.startChatSpan(ctx, req)
+		var resp *ChatResponse
+		resp, err = rn.opts.Model.Chat(cctx, req, onDelta)
+		d := time.Since(start)
+		rn.external += d
+		if err == nil {
+			rn.metrics.ModelCall(ref.Provider, ref.Model, d.Seconds(), resp.Usage, false)
+			rn.endChatSpan(span, resp)
+			return resp, nil
+		}
+		rn.metrics.ModelCall(ref.Provider, ref.Model, d.Seconds(), Usage{}, true)
+		endSpan(span, err)
+		if ctx.Err() != nil || streamed || !(errors.Is(err, ErrUpstream) || errors.Is(err, ErrUpstreamTimeout)) {
+			break
+		}
+		rn.log.Warn("model call failed", "agent", rn.agent.Name, "model", ref.String(), "err", err)
+	}
+	return nil, err
+}
+
+// offered lists the tools offered to the current agent: its own tools, its
+// enabled handoffs, then the client's tools that do not clash with them.
+func (rn *run) offered() []ToolDef {
+	if rn.offer != nil {
+		return rn.offer
+	}
+	a := rn.agent
+	out := make([]ToolDef, 0, len(a.Tools)+len(a.Handoffs)+len(rn.req.ClientTools))
+	for _, t := range a.Tools {
+		out = append(out, ToolDef{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
+	}
+	for _, h := range a.Handoffs {
+		if h.EnabledWhen.Holds(rn.req.Metadata, rn.req.Principal) {
+			out = append(out, ToolDef{Name: h.ToolName, Description: h.Description, Parameters: h.Parameters})
+		}
+	}
+	for _, t := range rn.req.ClientTools {
+		// After a handoff the target's own names win over the client's.
+		if rn.agentTool(a, t.Name) == nil && agentHandoff(a, t.Name) == nil {
+			out = append(out, t)
+		}
+	}
+	rn.offer = out
+	return out
+}

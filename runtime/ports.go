@@ -1,0 +1,177 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/switchboard-ai/switchboard/graphs"
+)
+
+// This file declares what the run loop needs from the outside: a model, a
+// session store, a tool runner and a hook caller. Other packages satisfy
+// these interfaces; runtime knows nothing of HTTP, Redis or any provider SDK.
+
+// ToolDef is a function tool offered to a model.
+type ToolDef struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+}
+
+// Params are the client's sampling parameters, passed to every provider call
+// of the run. Nil fields are not sent.
+type Params struct {
+	Temperature         *float32        `json:"temperature,omitempty"`
+	TopP                *float32        `json:"top_p,omitempty"`
+	MaxTokens           *int            `json:"max_tokens,omitempty"`
+	MaxCompletionTokens *int            `json:"max_completion_tokens,omitempty"`
+	Stop                []string        `json:"stop,omitempty"`
+	Seed                *int            `json:"seed,omitempty"`
+	PresencePenalty     *float32        `json:"presence_penalty,omitempty"`
+	FrequencyPenalty    *float32        `json:"frequency_penalty,omitempty"`
+	User                string          `json:"user,omitempty"`
+	ParallelToolCalls   *bool           `json:"parallel_tool_calls,omitempty"`
+	ResponseFormat      json.RawMessage `json:"response_format,omitempty"`
+}
+
+// ChatRequest is one provider call. Messages already obey CONTRACT §4.5: at
+// most one system message, and it comes first.
+type ChatRequest struct {
+	Model    graphs.ModelRef
+	Messages []Message
+	Tools    []ToolDef
+	Params   *Params
+	// Stream asks for a streamed call; text deltas then reach onDelta as the
+	// provider produces them. Usage is asked for on every streamed call.
+	Stream bool
+}
+
+// Usage counts tokens.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+// Add adds u2 to u.
+func (u *Usage) Add(u2 Usage) {
+	u.PromptTokens += u2.PromptTokens
+	u.CompletionTokens += u2.CompletionTokens
+	u.TotalTokens += u2.TotalTokens
+}
+
+// ChatResponse is a provider's answer to one call.
+type ChatResponse struct {
+	// Message is the assistant message, with tool calls assembled.
+	Message      Message
+	FinishReason string
+	Usage        Usage
+	// ID is the provider's completion id, when it gave one.
+	ID string
+}
+
+// Model calls a model at a provider.
+type Model interface {
+	// Chat makes one provider call. onDelta, when not nil, receives text
+	// deltas of a streamed call in order. Errors wrap ErrUpstream or
+	// ErrUpstreamTimeout (or ctx.Err() when the caller went away). Retries
+	// before the first byte are the Model's business; fallbacks are the run's.
+	Chat(ctx context.Context, req *ChatRequest, onDelta func(text string)) (*ChatResponse, error)
+}
+
+// Errors a Model returns, wrapped.
+var (
+	// ErrUpstream: the provider failed (connection refused, 5xx, bad answer).
+	ErrUpstream = errors.New("upstream error")
+	// ErrUpstreamTimeout: the provider did not answer in time.
+	ErrUpstreamTimeout = errors.New("upstream timeout")
+)
+
+// SessionKey names a session: sessions are isolated per principal.
+type SessionKey struct {
+	Principal string
+	ID        string
+}
+
+// Session is a session's stored state.
+type Session struct {
+	Messages    []Message
+	ActiveAgent string // empty: the lead
+	// Version counts writes; 0 is a session never written.
+	Version int64
+}
+
+// Lease is the proof that a run holds a session's lock. Writes made with a
+// lease that has expired or been taken over fail with ErrLeaseLost, so a
+// stalled gateway can never overwrite a newer state (fencing).
+type Lease struct {
+	Token string
+	TTL   time.Duration
+}
+
+// Write is one step's save: Messages are appended, or, when Replace is set
+// (an input filter rewrote the transcript), they become the whole transcript.
+type Write struct {
+	Messages    []Message
+	Replace     bool
+	ActiveAgent string
+}
+
+// Store keeps sessions. Every method is bounded by the store's own timeout
+// and returns an error wrapping ErrStoreUnavailable when it cannot reach its
+// backend.
+type Store interface {
+	// Acquire takes the session's lock and loads its state; a session never
+	// written loads as an empty Session. ErrBusy when another run holds it.
+	Acquire(ctx context.Context, key SessionKey) (*Session, Lease, error)
+	// Save writes one step under the lease and returns the new version.
+	Save(ctx context.Context, key SessionKey, lease Lease, w Write) (int64, error)
+	// Renew extends the lease; ErrLeaseLost when it is gone.
+	Renew(ctx context.Context, key SessionKey, lease Lease) error
+	// Release gives the lock back; releasing a lost lease is not an error.
+	Release(ctx context.Context, key SessionKey, lease Lease) error
+	// Load reads a session without locking it; ErrNotFound when absent.
+	Load(ctx context.Context, key SessionKey) (*Session, error)
+	// Delete forgets a session; deleting an absent one is not an error.
+	Delete(ctx context.Context, key SessionKey) error
+	// Ping reports whether the backend answers.
+	Ping(ctx context.Context) error
+	// Close releases the store's resources.
+	Close() error
+}
+
+// Errors a Store returns, wrapped.
+var (
+	ErrBusy             = errors.New("session busy")
+	ErrLeaseLost        = errors.New("session lease lost")
+	ErrNotFound         = errors.New("session not found")
+	ErrStoreUnavailable = errors.New("session store unavailable")
+)
+
+// ToolRunner runs a server-side tool.
+type ToolRunner interface {
+	// Run calls tool with the call's JSON arguments and returns its result
+	// text. Any error is reported to the model as tool_failed.
+	Run(ctx context.Context, tool *graphs.Tool, arguments string) (string, error)
+}
+
+// HookCaller calls an on_handoff webhook.
+type HookCaller interface {
+	// Call POSTs payload as JSON to the hook; errors are logged and traced
+	// by the run, never fatal.
+	Call(ctx context.Context, hook *graphs.Hook, payload any) error
+}
+
+// Metrics records what a run does. A nil Metrics in Options records nothing.
+type Metrics interface {
+	// Handoff counts one handoff call by its outcome (accepted, invalid_args,
+	// limit_exceeded, extra_in_turn, denied).
+	Handoff(graph, from, to, outcome string)
+	// ModelCall records one provider call: its latency, usage and whether it
+	// failed.
+	ModelCall(provider, model string, seconds float64, usage Usage, failed bool)
+	// ToolCall records one server-side tool call.
+	ToolCall(tool string, seconds float64, failed bool)
+}

@@ -1,0 +1,78 @@
+package runtime
+
+import "strings"
+
+// providerMessages builds the messages of a provider call from a transcript
+// (CONTRACT §4.5): one leading system message made of the agent's
+// instructions followed, each after a blank line, by every system and
+// developer message of the transcript in order; then the other messages in
+// order, cleaned so that every tool result follows its call and every call
+// has its result. Local models' chat templates reject anything else.
+func providerMessages(instructions string, transcript []Message) []Message {
+	out := make([]Message, 1, len(transcript)+1)
+	var sys strings.Builder
+	sys.WriteString(instructions)
+	// The assistant message whose tool calls are still being answered, and
+	// the ids of its calls with no result yet.
+	open := -1
+	var pending map[string]bool
+	closeOpen := func() {
+		if open < 0 {
+			return
+		}
+		if len(pending) > 0 {
+			out[open] = withoutCalls(out[open], pending)
+			if out[open].Content == "" && len(out[open].Parts) == 0 && len(out[open].ToolCalls) == 0 {
+				out = append(out[:open], out[open+1:]...)
+			}
+		}
+		open, pending = -1, nil
+	}
+	for i := range transcript {
+		m := &transcript[i]
+		switch {
+		case m.IsSystem():
+			if sys.Len() > 0 {
+				sys.WriteString("\n\n")
+			}
+			sys.WriteString(m.Content)
+		case m.Role == RoleTool:
+			if open < 0 || !pending[m.ToolCallID] {
+				continue // a result without its call: dropped
+			}
+			delete(pending, m.ToolCallID)
+			out = append(out, *m)
+		default:
+			closeOpen()
+			out = append(out, *m)
+			if m.Role == RoleAssistant && len(m.ToolCalls) > 0 {
+				open = len(out) - 1
+				pending = make(map[string]bool, len(m.ToolCalls))
+				for _, c := range m.ToolCalls {
+					pending[c.ID] = true
+				}
+			}
+		}
+	}
+	closeOpen()
+	if sys.Len() == 0 {
+		return out[1:]
+	}
+	out[0] = Message{Role: RoleSystem, Content: sys.String()}
+	return out
+}
+
+// withoutCalls returns m without the tool calls whose ids are in drop.
+func withoutCalls(m Message, drop map[string]bool) Message {
+	kept := make([]ToolCall, 0, len(m.ToolCalls))
+	for _, c := range m.ToolCalls {
+		if !drop[c.ID] {
+			kept = append(kept, c)
+		}
+	}
+	if len(kept) == 0 {
+		kept = nil
+	}
+	m.ToolCalls = kept
+	return m
+}

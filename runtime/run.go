@@ -1,0 +1,285 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/switchboard-ai/switchboard/graphs"
+)
+
+// Options configures a Runner. Model is required; the others may be nil.
+type Options struct {
+	Model Model
+	// Store keeps sessions; nil allows stateless runs only.
+	Store Store
+	// Tools runs server-side tools; nil makes every tool call fail.
+	Tools ToolRunner
+	// Hooks calls on_handoff webhooks; nil skips them.
+	Hooks HookCaller
+	// TracerProvider traces runs; nil traces nothing.
+	TracerProvider trace.TracerProvider
+	Metrics        Metrics
+	Logger         *slog.Logger
+	// CaptureContent records prompts and completions on spans.
+	CaptureContent bool
+}
+
+// Runner runs graphs. It is safe for concurrent use.
+type Runner struct {
+	opts    Options
+	tracer  trace.Tracer
+	metrics Metrics
+	log     *slog.Logger
+}
+
+// New returns a Runner.
+func New(opts Options) *Runner {
+	r := &Runner{opts: opts, metrics: opts.Metrics, log: opts.Logger}
+	tp := opts.TracerProvider
+	if tp == nil {
+		tp = noop.NewTracerProvider()
+	}
+	r.tracer = tp.Tracer("github.com/switchboard-ai/switchboard/runtime")
+	if r.metrics == nil {
+		r.metrics = nopMetrics{}
+	}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	return r
+}
+
+// Request is one run to make.
+type Request struct {
+	Graph *graphs.Graph
+	// Messages are the request's messages; the gateway has cleared any
+	// handoff marker a client tried to send.
+	Messages []Message
+	// ClientTools are the request's own tools (CONTRACT §3.2).
+	ClientTools []ToolDef
+	// Metadata is the request's metadata, for enabled_when.
+	Metadata  map[string]string
+	Principal string
+	// SessionID selects the session; empty runs stateless.
+	SessionID string
+	// Stream makes provider calls streamed and emits text deltas.
+	Stream bool
+	Params *Params
+}
+
+// run is the state of one Run.
+type run struct {
+	*Runner
+	req   *Request
+	emit  func(Event)
+	graph *graphs.Graph
+	agent *graphs.Agent
+	offer []ToolDef // tools offered to the current agent
+
+	transcript []Message
+	saved      int  // transcript[:saved] is in the store
+	replace    bool // the next save rewrites the whole transcript
+
+	steps, handoffs int
+	usage           Usage
+	external        time.Duration // spent in providers, tools and hooks
+
+	session bool
+	key     SessionKey
+	lease   Lease
+	version int64
+
+	agentCtx  context.Context
+	agentSpan trace.Span
+}
+
+// Run runs a graph for one request, calling emit (when not nil) with each
+// event as it happens, on the calling goroutine. It returns the final result,
+// or an error wrapping one of the package's sentinel errors or ctx's error.
+func (r *Runner) Run(ctx context.Context, req *Request, emit func(Event)) (res *Result, err error) {
+	if emit == nil {
+		emit = func(Event) {}
+	}
+	rn := &run{Runner: r, req: req, emit: emit, graph: req.Graph}
+	if req.SessionID == "" {
+		rn.transcript = req.Messages
+		rn.agent = req.Graph.Lead
+		if err := rn.checkClientTools(); err != nil {
+			return nil, err
+		}
+		return rn.loop(ctx)
+	}
+	if r.opts.Store == nil {
+		return nil, fmt.Errorf("%w: sessions are not configured", ErrInvalidRequest)
+	}
+	return rn.inSession(ctx)
+}
+
+// inSession runs under the session's lock, renewed while the run lasts.
+func (rn *run) inSession(ctx context.Context) (*Result, error) {
+	input := newInput(rn.req.Messages)
+	if len(input) == 0 {
+		return nil, fmt.Errorf("%w: a session request needs new input after its last assistant message", ErrInvalidRequest)
+	}
+	rn.session = true
+	rn.key = SessionKey{Principal: rn.req.Principal, ID: rn.req.SessionID}
+	sess, lease, err := rn.opts.Store.Acquire(ctx, rn.key)
+	if err != nil {
+		return nil, fmt.Errorf("acquire session: %w", err)
+	}
+	rn.lease, rn.version = lease, sess.Version
+	defer func() {
+		// The lock goes back even when the client has gone away.
+		if err := rn.opts.Store.Release(context.WithoutCancel(ctx), rn.key, lease); err != nil {
+			rn.log.Warn("release session", "session", rn.key.ID, "err", err)
+		}
+	}()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := rn.keepLease(ctx, cancel)
+	defer stop()
+
+	rn.transcript = make([]Message, 0, len(sess.Messages)+len(input)+4)
+	rn.transcript = append(append(rn.transcript, sess.Messages...), input...)
+	rn.saved = len(sess.Messages)
+	rn.agent = activeAgent(rn.graph, sess.Messages)
+	if err := rn.checkClientTools(); err != nil {
+		return nil, err
+	}
+	res, err := rn.loop(ctx)
+	if errors.Is(context.Cause(ctx), ErrLeaseLost) {
+		return nil, fmt.Errorf("run stopped: %w", ErrLeaseLost)
+	}
+	return res, err
+}
+
+// newInput returns the messages after the last assistant message, all of
+// them when there is none: clients may resend the whole history or send only
+// the new turn.
+func newInput(msgs []Message) []Message {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == RoleAssistant {
+			return msgs[i+1:]
+		}
+	}
+	return msgs
+}
+
+// activeAgent is the `to` of the last handoff marker, or the lead when there
+// is none or that agent is not in the graph.
+func activeAgent(g *graphs.Graph, transcript []Message) *graphs.Agent {
+	for i := len(transcript) - 1; i >= 0; i-- {
+		if h := transcript[i].Handoff; h != nil {
+			if a, ok := g.Agents[h.To]; ok {
+				return a
+			}
+			break
+		}
+	}
+	return g.Lead
+}
+
+// checkClientTools rejects a client tool named like a tool or handoff of the
+// active agent: the call could not be told apart.
+func (rn *run) checkClientTools() error {
+	for _, t := range rn.req.ClientTools {
+		if rn.agentTool(rn.agent, t.Name) != nil || agentHandoff(rn.agent, t.Name) != nil {
+			return fmt.Errorf("%w: client tool %q clashes with a tool or handoff of agent %q", ErrInvalidRequest, t.Name, rn.agent.Name)
+		}
+	}
+	return nil
+}
+
+// loop runs model turns until an agent answers, a client tool is called or
+// a limit is hit.
+func (rn *run) loop(ctx context.Context) (res *Result, err error) {
+	rn.startAgent(ctx, rn.agent)
+	defer func() { rn.endAgent(err) }()
+
+	out, err := rn.resume(rn.agentCtx)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		if out.clientCalls != nil {
+			return rn.finish(ctx, out.message, "tool_calls")
+		}
+		if out.handoff != nil {
+			rn.switchAgent(ctx, out.handoff)
+		}
+		if rn.steps >= rn.graph.MaxSteps {
+			return nil, fmt.Errorf("%w: the run would need model call %d (max_steps %d)", ErrMaxSteps, rn.steps+1, rn.graph.MaxSteps)
+		}
+		rn.steps++
+		resp, err := rn.callModel(rn.agentCtx)
+		if err != nil {
+			return nil, err
+		}
+		msg := resp.Message
+		msg.Role = RoleAssistant
+		msg.Handoff = nil
+		rn.transcript = append(rn.transcript, msg)
+		if len(msg.ToolCalls) == 0 {
+			return rn.finish(ctx, msg, resp.FinishReason)
+		}
+		if out, err = rn.turn(rn.agentCtx, msg.ToolCalls); err != nil {
+			return nil, err
+		}
+		if out.clientCalls == nil {
+			if err := rn.save(ctx); err != nil {
+				return nil, err
+			}
+		}
+	}
+}
+
+// finish saves the last step and builds the result.
+func (rn *run) finish(ctx context.Context, msg Message, reason string) (*Result, error) {
+	if err := rn.save(ctx); err != nil {
+		return nil, err
+	}
+	if reason == "" {
+		reason = "stop"
+	}
+	return &Result{
+		Agent:        rn.agent.Name,
+		Message:      msg,
+		FinishReason: reason,
+		Usage:        rn.usage,
+		Version:      rn.version,
+		ExternalTime: rn.external,
+	}, nil
+}
+
+// save writes what the run added since the last save, as one step.
+func (rn *run) save(ctx context.Context) error {
+	if !rn.session {
+		return nil
+	}
+	w := Write{ActiveAgent: rn.agent.Name, Replace: rn.replace, Messages: rn.transcript[rn.saved:]}
+	if rn.replace {
+		w.Messages = rn.transcript
+	}
+	if len(w.Messages) == 0 && !w.Replace {
+		return nil
+	}
+	v, err := rn.opts.Store.Save(ctx, rn.key, rn.lease, w)
+	if err != nil {
+		return fmt.Errorf("save session: %w", err)
+	}
+	rn.version, rn.saved, rn.replace = v, len(rn.transcript), false
+	return nil
+}
+
+// nopMetrics records nothing.
+type nopMetrics struct{}
+
+func (nopMetrics) Handoff(string, string, string, string)         {}
+func (nopMetrics) ModelCall(string, string, float64, Usage, bool) {}
+func (nopMetrics) ToolCall(string, float64, bool)                 {}

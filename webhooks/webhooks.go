@@ -1,0 +1,113 @@
+// Package webhooks calls the HTTP endpoints a config names: server-side
+// tools (a POST of the call's JSON arguments whose body is the result) and
+// on_handoff hooks. URLs only ever come from config, never from a request.
+package webhooks
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/propagation"
+
+	"github.com/switchboard-ai/switchboard/graphs"
+	"github.com/switchboard-ai/switchboard/runtime"
+)
+
+// maxResultBytes bounds a tool's result: a model cannot use more anyway.
+const maxResultBytes = 1 << 20
+
+// Client runs tools and calls hooks over one pooled HTTP transport.
+type Client struct {
+	http       *http.Client
+	propagator propagation.TextMapPropagator
+}
+
+var (
+	_ runtime.ToolRunner = (*Client)(nil)
+	_ runtime.HookCaller = (*Client)(nil)
+)
+
+// New returns a Client. propagator, when not nil, injects the trace context
+// into every call so tool servers join the trace.
+func New(propagator propagation.TextMapPropagator) *Client {
+	t := &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:          256,
+		MaxIdleConnsPerHost:   64,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   5 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
+	return &Client{http: &http.Client{Transport: t}, propagator: propagator}
+}
+
+// Run POSTs the call's arguments to the tool and returns the response body.
+// A non-2xx status, a timeout or an unreachable tool is an error.
+func (c *Client) Run(ctx context.Context, tool *graphs.Tool, arguments string) (string, error) {
+	if strings.TrimSpace(arguments) == "" {
+		arguments = "{}"
+	}
+	if !json.Valid([]byte(arguments)) {
+		return "", fmt.Errorf("arguments are not valid JSON")
+	}
+	body, err := c.post(ctx, tool.URL, tool.Timeout, []byte(arguments))
+	if err != nil {
+		return "", err
+	}
+	return string(body), nil
+}
+
+// Call POSTs payload as JSON to the hook.
+func (c *Client) Call(ctx context.Context, hook *graphs.Hook, payload any) error {
+	b, err := json.Marshal(payload)
+	if err != nil {
+		return fmt.Errorf("encode hook payload: %w", err)
+	}
+	_, err = c.post(ctx, hook.URL, hook.Timeout, b)
+	return err
+}
+
+func (c *Client) post(ctx context.Context, url string, timeout time.Duration, body []byte) ([]byte, error) {
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("build request: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	if c.propagator != nil {
+		c.propagator.Inject(ctx, propagation.HeaderCarrier(req.Header))
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		if ctx.Err() == context.DeadlineExceeded {
+			return nil, fmt.Errorf("no answer within %s", timeout)
+		}
+		return nil, fmt.Errorf("post %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(io.LimitReader(resp.Body, maxResultBytes))
+	if err != nil {
+		return nil, fmt.Errorf("read answer: %w", err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		snippet := strings.TrimSpace(string(out))
+		if len(snippet) > 200 {
+			snippet = snippet[:200] + "..."
+		}
+		return nil, fmt.Errorf("status %d: %s", resp.StatusCode, snippet)
+	}
+	return out, nil
+}
