@@ -1,0 +1,144 @@
+package providers
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/switchboard-ai/switchboard/runtime"
+)
+
+// Chat makes one call, retrying before the first byte of an answer.
+//
+// The provider's timeout bounds the whole of a non-streamed call, retries
+// included, and a stream until its response headers arrive; from then on
+// the idle timeout bounds each wait for the next chunk. Both work by
+// cancelling the call's context with a cause, which is how a provider
+// timeout is told from the caller going away.
+func (u *upstream) Chat(ctx context.Context, req *runtime.ChatRequest, onDelta func(string)) (*runtime.ChatResponse, error) {
+	oreq, patch := toOpenAI(req)
+	callCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	deadline := time.AfterFunc(u.timeout, func() { cancel(errFirstByteTimeout) })
+	defer deadline.Stop()
+	giveUp := time.Now().Add(u.timeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(giveUp) {
+		giveUp = d
+	}
+
+	for try := 0; ; try++ {
+		a := &attempt{client: u.httpc, headers: u.headers, patch: patch, tracer: u.tracer}
+		cfg := openai.DefaultConfig(u.apiKey)
+		cfg.BaseURL = u.baseURL
+		cfg.HTTPClient = a
+		client := openai.NewClientWithConfig(cfg)
+
+		var resp *runtime.ChatResponse
+		var err error
+		if req.Stream {
+			resp, err = u.stream(callCtx, cancel, client, oreq, onDelta, deadline)
+		} else {
+			resp, err = u.complete(callCtx, client, oreq)
+		}
+		if err == nil {
+			return resp, nil
+		}
+		wait, ok := u.retryWait(try, a, err)
+		if !ok || callCtx.Err() != nil || time.Now().Add(wait).After(giveUp) {
+			return nil, u.classify(ctx, callCtx, err)
+		}
+		u.log.LogAttrs(ctx, slog.LevelWarn, "provider call failed, retrying",
+			slog.String("provider", u.name), slog.String("model", req.Model.Model),
+			slog.Int("attempt", try+1), slog.Duration("wait", wait), slog.String("error", err.Error()))
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-callCtx.Done():
+			t.Stop()
+			return nil, u.classify(ctx, callCtx, err)
+		}
+	}
+}
+
+// retryWait decides whether attempt try, which failed with err, is retried
+// and after how long.
+func (u *upstream) retryWait(try int, a *attempt, err error) (time.Duration, bool) {
+	if a.opened || try >= u.maxRetries || !retryable(err) {
+		return 0, false
+	}
+	if status, _, _ := apiStatus(err); status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
+		if d, ok := retryAfter(a.header, time.Now()); ok {
+			return d, true
+		}
+	}
+	d := u.baseDelay << try
+	return d/2 + rand.N(d/2+1), true // jitter spreads the retries of concurrent runs
+}
+
+// complete makes one non-streamed attempt.
+func (u *upstream) complete(ctx context.Context, client *openai.Client, oreq openai.ChatCompletionRequest) (*runtime.ChatResponse, error) {
+	resp, err := client.CreateChatCompletion(ctx, oreq)
+	if err != nil {
+		return nil, err
+	}
+	out, err := fromOpenAI(&resp)
+	if err != nil {
+		return nil, err
+	}
+	ensureCallIDs(out.Message.ToolCalls)
+	return out, nil
+}
+
+// stream makes one streamed attempt. Once the stream is open, the first
+// byte deadline stops and the idle timer takes over.
+func (u *upstream) stream(ctx context.Context, cancel context.CancelCauseFunc, client *openai.Client,
+	oreq openai.ChatCompletionRequest, onDelta func(string), deadline *time.Timer) (*runtime.ChatResponse, error) {
+	st, err := client.CreateChatCompletionStream(ctx, oreq)
+	if err != nil {
+		return nil, err // st is not usable on error
+	}
+	defer st.Close()
+	deadline.Stop()
+	idle := time.AfterFunc(u.idle, func() { cancel(errStreamIdle) })
+	defer idle.Stop()
+
+	var acc streamAcc
+	for {
+		chunk, err := st.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		idle.Reset(u.idle)
+		acc.add(&chunk, onDelta)
+	}
+	return acc.result()
+}
+
+// ensureCallIDs gives an id to every tool call that came without one (some
+// local servers omit them); the run needs ids to pair calls with results.
+func ensureCallIDs(calls []runtime.ToolCall) {
+	for i := range calls {
+		if calls[i].ID == "" {
+			calls[i].ID = "call_" + randomHex(12)
+		}
+	}
+}
+
+// randomHex returns n random hex digits.
+func randomHex(n int) string {
+	const digits = "0123456789abcdef"
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = digits[rand.N(16)]
+	}
+	return string(b)
+}

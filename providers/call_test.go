@@ -1,0 +1,377 @@
+package providers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/switchboard-ai/switchboard/graphs"
+	"github.com/switchboard-ai/switchboard/internal/fakeupstream"
+	"github.com/switchboard-ai/switchboard/runtime"
+)
+
+func TestRetries(t *testing.T) {
+	ok := fakeupstream.Reply{Text: "finally"}
+	tests := []struct {
+		name         string
+		script       []fakeupstream.Reply
+		stream       bool
+		opts         func(*Options)
+		ctxTimeout   time.Duration
+		wantRequests int
+		wantErr      error  // nil: success
+		wantStatus   int    // of the *Error
+		wantText     string // in the error text
+	}{
+		{name: "500 then success", script: []fakeupstream.Reply{{Status: 500}, ok}, wantRequests: 2},
+		{name: "502, 503 then success", script: []fakeupstream.Reply{{Status: 502}, {Status: 503}, ok}, wantRequests: 3},
+		{name: "streamed 500 then success", script: []fakeupstream.Reply{{Status: 500}, ok}, stream: true, wantRequests: 2},
+		{name: "429 with retry-after-ms then success", wantRequests: 2, script: []fakeupstream.Reply{
+			{Status: 429, Header: http.Header{"Retry-After-Ms": {"20"}}}, ok}},
+		{name: "429 with Retry-After then success", wantRequests: 2, script: []fakeupstream.Reply{
+			{Status: 429, RetryAfter: "0"}, ok}},
+		{name: "gives up after MaxRetries", script: []fakeupstream.Reply{{Status: 500, Text: "boom"}, {Status: 500, Text: "boom"}, {Status: 500, Text: "still boom"}, ok},
+			wantRequests: 3, wantErr: runtime.ErrUpstream, wantStatus: 500, wantText: "provider fake: status 500: still boom"},
+		{name: "retries disabled", script: []fakeupstream.Reply{{Status: 500}, ok}, opts: func(o *Options) { o.MaxRetries = -1 },
+			wantRequests: 1, wantErr: runtime.ErrUpstream, wantStatus: 500},
+		{name: "400 is not retried", script: []fakeupstream.Reply{{Status: 400, Text: "bad tools"}, ok},
+			wantRequests: 1, wantErr: runtime.ErrUpstream, wantStatus: 400, wantText: "provider fake: status 400: bad tools"},
+		{name: "401 is not retried", script: []fakeupstream.Reply{{Status: 401}, ok},
+			wantRequests: 1, wantErr: runtime.ErrUpstream, wantStatus: 401},
+		{name: "Retry-After beyond the deadline is not waited for", script: []fakeupstream.Reply{{Status: 429, RetryAfter: "5"}, ok},
+			ctxTimeout: time.Second, wantRequests: 1, wantErr: runtime.ErrUpstream, wantStatus: 429},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := fakeupstream.New(t, tc.script...)
+			opts := fastOptions()
+			if tc.opts != nil {
+				tc.opts(&opts)
+			}
+			r := newTestRegistry(t, s, opts, nil)
+			ctx := t.Context()
+			if tc.ctxTimeout > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, tc.ctxTimeout)
+				defer cancel()
+			}
+			resp, err := r.Chat(ctx, userRequest("hi", tc.stream), nil)
+			if n := len(s.Requests()); n != tc.wantRequests {
+				t.Errorf("upstream got %d requests, want %d", n, tc.wantRequests)
+			}
+			if tc.wantErr == nil {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if resp.Message.Content != "finally" {
+					t.Errorf("content %q", resp.Message.Content)
+				}
+				return
+			}
+			if !errors.Is(err, tc.wantErr) || errors.Is(err, runtime.ErrUpstreamTimeout) {
+				t.Fatalf("err = %v, want %v", err, tc.wantErr)
+			}
+			var pe *Error
+			if !errors.As(err, &pe) || pe.StatusCode != tc.wantStatus || pe.Provider != "fake" {
+				t.Errorf("err = %#v, want a *Error with status %d", err, tc.wantStatus)
+			}
+			if !strings.Contains(err.Error(), tc.wantText) {
+				t.Errorf("err = %q, want it to contain %q", err, tc.wantText)
+			}
+		})
+	}
+}
+
+func TestNoRetryAfterFirstByte(t *testing.T) {
+	tests := []struct {
+		name       string
+		reply      fakeupstream.Reply
+		stream     bool
+		wantDeltas []string
+		wantText   string
+	}{
+		{name: "stream dies after a delta", reply: fakeupstream.Reply{StreamChunks: []string{"half an ", "answer"}, Abort: true},
+			stream: true, wantDeltas: []string{"half an ", "answer"}, wantText: "unexpected EOF"},
+		{name: "stream error event", reply: fakeupstream.Reply{StreamChunks: []string{"so"}, StreamError: "model overloaded"},
+			stream: true, wantDeltas: []string{"so"}, wantText: "model overloaded"},
+		{name: "body cut after the headers", reply: fakeupstream.Reply{Text: "a complete answer", Abort: true},
+			wantText: "unexpected EOF"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := fakeupstream.New(t, tc.reply, fakeupstream.Reply{Text: "must not be fetched"})
+			r := newTestRegistry(t, s, fastOptions(), nil)
+			var d deltas
+			_, err := r.Chat(t.Context(), userRequest("hi", tc.stream), d.add)
+			if !errors.Is(err, runtime.ErrUpstream) || !strings.Contains(err.Error(), tc.wantText) {
+				t.Errorf("err = %v, want ErrUpstream containing %q", err, tc.wantText)
+			}
+			if n := len(s.Requests()); n != 1 {
+				t.Errorf("upstream got %d requests, want 1", n)
+			}
+			if diff := cmp.Diff(tc.wantDeltas, d.got); diff != "" {
+				t.Errorf("deltas (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestProviderTimeout(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		t.Run(map[bool]string{false: "non-streamed", true: "streamed"}[stream], func(t *testing.T) {
+			s := fakeupstream.New(t, fakeupstream.Reply{Delay: time.Minute})
+			r := newTestRegistry(t, s, fastOptions(), func(p *graphs.Provider) { p.Timeout = 100 * time.Millisecond })
+			_, err := r.Chat(t.Context(), userRequest("hi", stream), nil)
+			if !errors.Is(err, runtime.ErrUpstreamTimeout) || errors.Is(err, context.Canceled) {
+				t.Fatalf("err = %v, want ErrUpstreamTimeout and not context.Canceled", err)
+			}
+			// Usually "no answer within 100ms"; the transport's response
+			// header timeout, equal to it, may fire first.
+			var pe *Error
+			if !errors.As(err, &pe) || pe.Provider != "fake" || pe.StatusCode != 0 {
+				t.Errorf("err = %#v, want a *Error for provider fake", err)
+			}
+			if n := len(s.Requests()); n != 1 {
+				t.Errorf("upstream got %d requests, want 1 (a timeout is not retried)", n)
+			}
+			waitCanceled(t, s.Requests()[0])
+		})
+	}
+}
+
+func TestProviderTimeoutDoesNotCutALiveStream(t *testing.T) {
+	// Each chunk comes later than the provider timeout after the call
+	// started, but the stream is alive, so the call succeeds.
+	s := fakeupstream.New(t, fakeupstream.Reply{StreamChunks: []string{"slow ", "but ", "steady"}, ChunkDelay: 40 * time.Millisecond})
+	r := newTestRegistry(t, s, fastOptions(), func(p *graphs.Provider) { p.Timeout = 60 * time.Millisecond })
+	resp, err := r.Chat(t.Context(), userRequest("hi", true), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Message.Content != "slow but steady" {
+		t.Errorf("content %q", resp.Message.Content)
+	}
+}
+
+func TestIdleStreamTimeout(t *testing.T) {
+	s := fakeupstream.New(t, fakeupstream.Reply{StreamChunks: []string{"first", "never"}, ChunkDelay: time.Minute})
+	opts := fastOptions()
+	opts.IdleStreamTimeout = 100 * time.Millisecond
+	r := newTestRegistry(t, s, opts, nil)
+	var d deltas
+	_, err := r.Chat(t.Context(), userRequest("hi", true), d.add)
+	if !errors.Is(err, runtime.ErrUpstreamTimeout) || !strings.Contains(err.Error(), "provider fake: stream idle for 100ms") {
+		t.Fatalf("err = %v, want ErrUpstreamTimeout for an idle stream", err)
+	}
+	if diff := cmp.Diff([]string{"first"}, d.got); diff != "" {
+		t.Errorf("deltas (-want +got):\n%s", diff)
+	}
+	if n := len(s.Requests()); n != 1 {
+		t.Errorf("upstream got %d requests, want 1", n)
+	}
+	waitCanceled(t, s.Requests()[0])
+}
+
+func TestCallerCancel(t *testing.T) {
+	tests := []struct {
+		name   string
+		reply  fakeupstream.Reply
+		stream bool
+	}{
+		{"non-streamed, waiting for the answer", fakeupstream.Reply{Hang: true}, false},
+		{"streamed, waiting for headers", fakeupstream.Reply{Hang: true}, true},
+		{"streamed, mid-stream", fakeupstream.Reply{StreamChunks: []string{"a", "b"}, ChunkDelay: time.Minute}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := fakeupstream.New(t, tc.reply)
+			r := newTestRegistry(t, s, fastOptions(), nil)
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan error, 1)
+			go func() {
+				_, err := r.Chat(ctx, userRequest("hi", tc.stream), nil)
+				done <- err
+			}()
+			req := waitRequest(t, s, 1)
+			cancel()
+			err := <-done
+			if !errors.Is(err, context.Canceled) || errors.Is(err, runtime.ErrUpstream) || errors.Is(err, runtime.ErrUpstreamTimeout) {
+				t.Errorf("err = %v, want context.Canceled only", err)
+			}
+			waitCanceled(t, req)
+			if n := len(s.Requests()); n != 1 {
+				t.Errorf("upstream got %d requests, want 1", n)
+			}
+		})
+	}
+}
+
+func TestCallerDeadlineIsATimeout(t *testing.T) {
+	s := fakeupstream.New(t, fakeupstream.Reply{Hang: true})
+	r := newTestRegistry(t, s, fastOptions(), nil)
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	_, err := r.Chat(ctx, userRequest("hi", false), nil)
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, runtime.ErrUpstreamTimeout) {
+		t.Errorf("err = %v, want DeadlineExceeded and ErrUpstreamTimeout", err)
+	}
+}
+
+func TestConnectionRefused(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	r, err := New(map[string]graphs.Provider{"down": {Kind: KindOpenAI, BaseURL: "http://" + addr + "/v1"}}, fastOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	req := userRequest("hi", false)
+	req.Model.Provider = "down"
+	_, err = r.Chat(t.Context(), req, nil)
+	if !errors.Is(err, runtime.ErrUpstream) || errors.Is(err, runtime.ErrUpstreamTimeout) || !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("err = %v, want ErrUpstream for a refused connection", err)
+	}
+}
+
+func TestUnknownProvider(t *testing.T) {
+	r, err := New(nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.Chat(t.Context(), userRequest("hi", false), nil)
+	if !errors.Is(err, runtime.ErrUpstream) || !strings.Contains(err.Error(), "provider fake: provider not configured") {
+		t.Errorf("err = %v", err)
+	}
+	if r.Has("fake") {
+		t.Error("Has reports an unconfigured provider")
+	}
+}
+
+func TestNewRejectsBadProviders(t *testing.T) {
+	tests := []struct {
+		name string
+		p    graphs.Provider
+		want string
+	}{
+		{"unknown kind", graphs.Provider{Kind: "grpc", BaseURL: "http://x"}, `provider "p": unknown kind "grpc"`},
+		{"no base url", graphs.Provider{Kind: KindOpenAI}, `provider "p": base_url is required`},
+		{"not http", graphs.Provider{BaseURL: "ftp://x/v1"}, `provider "p": base_url "ftp://x/v1" is not an http(s) URL`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(map[string]graphs.Provider{"p": tc.p}, Options{})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestRetryAfterParsing(t *testing.T) {
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name   string
+		header http.Header
+		want   time.Duration
+		ok     bool
+	}{
+		{"none", http.Header{}, 0, false},
+		{"seconds", http.Header{"Retry-After": {"2"}}, 2 * time.Second, true},
+		{"capped", http.Header{"Retry-After": {"120"}}, 10 * time.Second, true},
+		{"ms wins", http.Header{"Retry-After": {"2"}, "Retry-After-Ms": {"150"}}, 150 * time.Millisecond, true},
+		{"http date", http.Header{"Retry-After": {now.Add(3 * time.Second).Format(http.TimeFormat)}}, 3 * time.Second, true},
+		{"garbage", http.Header{"Retry-After": {"soon"}}, 0, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := retryAfter(tc.header, now)
+			if got != tc.want || ok != tc.ok {
+				t.Errorf("retryAfter = %v, %v; want %v, %v", got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}
+
+func TestStreamAssemblyWithoutIndex(t *testing.T) {
+	// Some servers send tool call deltas without an index, or whole calls
+	// in one chunk; calls are then told apart by id.
+	idx := func(i int) *int { return &i }
+	chunks := []openai.ChatCompletionStreamResponse{
+		{ID: "x", Choices: []openai.ChatCompletionStreamChoice{{Delta: openai.ChatCompletionStreamChoiceDelta{ToolCalls: []openai.ToolCall{
+			{ID: "a", Function: openai.FunctionCall{Name: "one", Arguments: `{"k":`}},
+		}}}}},
+		{Choices: []openai.ChatCompletionStreamChoice{{Delta: openai.ChatCompletionStreamChoiceDelta{ToolCalls: []openai.ToolCall{
+			{Function: openai.FunctionCall{Arguments: `1}`}},
+			{ID: "b", Function: openai.FunctionCall{Name: "two", Arguments: `{}`}},
+		}}}}},
+		{Choices: []openai.ChatCompletionStreamChoice{{Delta: openai.ChatCompletionStreamChoiceDelta{ToolCalls: []openai.ToolCall{
+			{Index: idx(5), ID: "c", Function: openai.FunctionCall{Name: "three"}},
+		}}}}},
+		{Choices: []openai.ChatCompletionStreamChoice{{FinishReason: "tool_calls"}}},
+	}
+	var acc streamAcc
+	for i := range chunks {
+		acc.add(&chunks[i], nil)
+	}
+	got, err := acc.result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []runtime.ToolCall{
+		{ID: "a", Type: "function", Function: runtime.FunctionCall{Name: "one", Arguments: `{"k":1}`}},
+		{ID: "b", Type: "function", Function: runtime.FunctionCall{Name: "two", Arguments: `{}`}},
+		{ID: "c", Type: "function", Function: runtime.FunctionCall{Name: "three"}},
+	}
+	if diff := cmp.Diff(want, got.Message.ToolCalls); diff != "" {
+		t.Errorf("tool calls (-want +got):\n%s", diff)
+	}
+}
+
+func TestEmptyStreamIsAnError(t *testing.T) {
+	var acc streamAcc
+	if _, err := acc.result(); !errors.Is(err, errEmptyStream) {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestConcurrentCalls(t *testing.T) {
+	s := fakeupstream.New(t)
+	s.SetFallback(fakeupstream.Echo)
+	r := newTestRegistry(t, s, fastOptions(), nil)
+	const n = 32
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			want := fmt.Sprintf("message number %d", i)
+			var d deltas
+			resp, err := r.Chat(t.Context(), userRequest(want, i%2 == 0), d.add)
+			switch {
+			case err != nil:
+				errs <- err
+			case resp.Message.Content != want:
+				errs <- fmt.Errorf("call %d got %q", i, resp.Message.Content)
+			case i%2 == 0 && strings.Join(d.got, "") != want:
+				errs <- fmt.Errorf("call %d streamed %q", i, d.got)
+			default:
+				errs <- nil
+			}
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}

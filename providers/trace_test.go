@@ -1,0 +1,77 @@
+package providers
+
+import (
+	"testing"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/switchboard-ai/switchboard/internal/fakeupstream"
+)
+
+func TestTraceContextPropagation(t *testing.T) {
+	tests := []struct {
+		name        string
+		traceHTTP   bool // Options.TracerProvider set: an HTTP client span per attempt
+		wantParents int  // "POST" spans recorded
+	}{
+		{name: "active span is the parent", traceHTTP: false, wantParents: 0},
+		{name: "HTTP attempt span is the parent", traceHTTP: true, wantParents: 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := tracetest.NewSpanRecorder()
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+			defer func() { _ = tp.Shutdown(t.Context()) }()
+
+			s := fakeupstream.New(t, fakeupstream.Reply{Status: 500}, fakeupstream.Reply{Text: "ok"})
+			opts := fastOptions()
+			if tc.traceHTTP {
+				opts.TracerProvider = tp
+			}
+			r := newTestRegistry(t, s, opts, nil)
+			ctx, span := tp.Tracer("test").Start(t.Context(), "chat gpt-test")
+			_, err := r.Chat(ctx, userRequest("hi", false), nil)
+			span.End()
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			var posts []trace.SpanContext
+			for _, s := range rec.Ended() {
+				if s.Name() == "POST" {
+					posts = append(posts, s.SpanContext())
+					if s.Parent().SpanID() != span.SpanContext().SpanID() || s.SpanKind() != trace.SpanKindClient {
+						t.Errorf("POST span parent %s kind %s", s.Parent().SpanID(), s.SpanKind())
+					}
+				}
+			}
+			if len(posts) != tc.wantParents {
+				t.Fatalf("got %d POST spans, want %d", len(posts), tc.wantParents)
+			}
+			for i, req := range s.Requests() {
+				tp := req.Header.Get("Traceparent")
+				wantParent := span.SpanContext().SpanID()
+				if tc.traceHTTP {
+					wantParent = posts[i].SpanID()
+				}
+				want := "00-" + span.SpanContext().TraceID().String() + "-" + wantParent.String() + "-01"
+				if tp != want {
+					t.Errorf("request %d traceparent = %q, want %q", i, tp, want)
+				}
+			}
+		})
+	}
+}
+
+func TestNoTraceparentWithoutSpan(t *testing.T) {
+	s := fakeupstream.New(t, fakeupstream.Reply{Text: "ok"})
+	r := newTestRegistry(t, s, fastOptions(), nil)
+	if _, err := r.Chat(t.Context(), userRequest("hi", false), nil); err != nil {
+		t.Fatal(err)
+	}
+	if tp := s.Requests()[0].Header.Get("Traceparent"); tp != "" {
+		t.Errorf("traceparent %q sent with no active span", tp)
+	}
+}

@@ -1,0 +1,131 @@
+package providers
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// newTransport returns the one pooled transport of a provider: many idle
+// connections per host so that concurrent runs reuse them, and a response
+// header timeout equal to the provider's timeout.
+func newTransport(timeout time.Duration) *http.Transport {
+	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           dialer.DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          1024,
+		MaxIdleConnsPerHost:   256,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		ResponseHeaderTimeout: timeout,
+	}
+}
+
+// propagator injects the trace context of the request's context into its
+// headers, so the provider's spans (when it traces) join the run's trace.
+type propagator struct {
+	next http.RoundTripper
+	prop propagation.TextMapPropagator
+}
+
+// RoundTrip injects, then sends.
+func (p propagator) RoundTrip(req *http.Request) (*http.Response, error) {
+	// A RoundTripper must not modify the caller's request.
+	req = req.Clone(req.Context())
+	p.prop.Inject(req.Context(), propagation.HeaderCarrier(req.Header))
+	return p.next.RoundTrip(req)
+}
+
+// attempt is the HTTP doer go-openai uses for one attempt of one call. It
+// adds the provider's headers and the request's body patch, traces the
+// attempt, and remembers how the provider answered, which the retry
+// decision needs and go-openai's errors do not carry.
+type attempt struct {
+	client  *http.Client
+	headers map[string]string
+	patch   *bodyPatch
+	tracer  trace.Tracer // nil: no span
+
+	// opened is set once a 2xx answer's headers arrived: from then on the
+	// call is never retried.
+	opened bool
+	// header holds the last answer's headers (for Retry-After).
+	header http.Header
+}
+
+// Do sends one request.
+func (a *attempt) Do(req *http.Request) (*http.Response, error) {
+	for k, v := range a.headers {
+		req.Header.Set(k, v)
+	}
+	if a.patch != nil {
+		if err := a.patch.apply(req); err != nil {
+			return nil, err
+		}
+	}
+	var span trace.Span
+	if a.tracer != nil {
+		ctx, s := a.tracer.Start(req.Context(), "POST", trace.WithSpanKind(trace.SpanKindClient),
+			trace.WithAttributes(
+				attribute.String("http.request.method", http.MethodPost),
+				attribute.String("server.address", req.URL.Hostname()),
+				attribute.String("url.full", req.URL.Redacted()),
+			))
+		if port := req.URL.Port(); port != "" {
+			if n, err := strconv.Atoi(port); err == nil {
+				s.SetAttributes(attribute.Int("server.port", n))
+			}
+		}
+		span = s
+		req = req.WithContext(ctx)
+	}
+	resp, err := a.client.Do(req)
+	if err != nil {
+		if span != nil {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, err.Error())
+			span.End()
+		}
+		return nil, err
+	}
+	a.header = resp.Header
+	a.opened = resp.StatusCode >= 200 && resp.StatusCode < 300
+	if span != nil {
+		span.SetAttributes(attribute.Int("http.response.status_code", resp.StatusCode))
+		if !a.opened {
+			// go-openai reads an error body but does not always close it.
+			span.SetStatus(codes.Error, resp.Status)
+			span.End()
+			return resp, nil
+		}
+		// The span lasts until the body is closed, which for a stream is
+		// the end of the stream.
+		resp.Body = &spanBody{ReadCloser: resp.Body, span: span}
+	}
+	return resp, nil
+}
+
+// spanBody ends its span when the body is closed.
+type spanBody struct {
+	io.ReadCloser
+	span trace.Span
+	once sync.Once
+}
+
+// Close closes the body and ends the span.
+func (b *spanBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.once.Do(func() { b.span.End() })
+	return err
+}
