@@ -1,0 +1,45 @@
+package cache
+
+import (
+	"slices"
+
+	"github.com/switchboard-ai/switchboard/runtime"
+)
+
+// Stores copy messages on the way in and on the way out: a caller that edits
+// a transcript it loaded or saved (a filter rewriting tool calls, say) must
+// never change what the store holds, nor race with another reader of it.
+
+// cloneMessage returns a copy of m that shares no memory with it. Strings are
+// immutable and need no copy.
+func cloneMessage(m runtime.Message) runtime.Message {
+	if m.Parts != nil {
+		m.Parts = slices.Clone(m.Parts)
+	}
+	if m.ToolCalls != nil {
+		m.ToolCalls = slices.Clone(m.ToolCalls)
+	}
+	if m.Handoff != nil {
+		h := *m.Handoff
+		m.Handoff = &h
+	}
+	return m
+}
+
+// appendClones appends copies of src to dst.
+func appendClones(dst, src []runtime.Message) []runtime.Message {
+	dst = slices.Grow(dst, len(src))
+	for _, m := range src {
+		dst = append(dst, cloneMessage(m))
+	}
+	return dst
+}
+
+// cloneMessages returns a deep copy of src; nil for an empty src, so that a
+// session never written loads with nil Messages from every backend.
+func cloneMessages(src []runtime.Message) []runtime.Message {
+	if len(src) == 0 {
+		return nil
+	}
+	return appendClones(make([]runtime.Message, 0, len(src)), src)
+}

@@ -1,0 +1,325 @@
+package cache
+
+// The Redis store keeps each session in three keys that share the hash tag
+// {<principal>:<id>} (both escaped: every byte outside [A-Za-z0-9._-],
+// ':' and braces included, becomes %XX), so a Cluster keeps them in one slot:
+//
+//	sb:{<principal>:<id>}:msgs  list, one JSON message (OpenAI shape) per element
+//	sb:{<principal>:<id>}:meta  hash: agent (active agent), version (counts writes),
+//	                            epoch (random, new when the session starts or a
+//	                            filter replaces the transcript), len, write (last write id)
+//	sb:{<principal>:<id>}:lock  the run's lock: a random token, SET NX PX lock_lease
+//
+// Every operation is one round trip (a Lua script). A write checks the lock
+// token first (a run that lost its lease writes nothing), appends its
+// messages (or replaces the list), bumps version and refreshes session_ttl
+// on msgs and meta. Each gateway keeps an LRU of the transcripts it last saw
+// and sends Redis its cached (epoch, length): Redis answers with only the
+// newer messages, so a turn's cost does not grow with the conversation, and
+// a write by another gateway is still seen.
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/redis/go-redis/extra/redisotel/v9"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/switchboard-ai/switchboard/runtime"
+)
+
+// Redis is the Redis session store, shared by every gateway that points at
+// the same Redis. It is safe for concurrent use.
+type Redis struct {
+	opts    Options
+	client  redis.UniversalClient
+	scripts scripts
+	cache   *transcripts
+}
+
+var _ runtime.Store = (*Redis)(nil)
+
+// NewRedis returns a Redis store for opts.URL, one of:
+//
+//	redis://[[user]:password@]host[:6379][/db][?option=value...]
+//	rediss://...                      the same over TLS
+//	unix://[[user]:password@]/path/to/redis.sock[?db=N]
+//	redis-sentinel://[[user]:password@]host1[:26379],host2[:26379]/[db]?master=NAME[&sentinel_username=U&sentinel_password=P]
+//	rediss-sentinel://...             the same over TLS
+//	redis-cluster://[[user]:password@]host1[:6379],host2[:6379][?option=value...]
+//	rediss-cluster://...              the same over TLS
+//
+// redis, rediss and unix URLs are read by go-redis's ParseURL and accept its
+// options (dial_timeout, pool_size, ...). In sentinel and cluster URLs the
+// user and password are the Redis servers' (not the sentinels'), and the
+// options are master (sentinel, required), sentinel_username and
+// sentinel_password (sentinel), client_name and pool_size (both).
+//
+// Timeouts not set in the URL follow opts.Timeout, so that a dead Redis
+// fails fast; the connection pool reconnects by itself when Redis returns.
+// NewRedis does not wait for Redis to answer (use Ping): a gateway may start
+// before its Redis. ctx is reserved for setup work and currently unused.
+func NewRedis(ctx context.Context, opts Options) (*Redis, error) {
+	opts.init()
+	uo, err := universalOptions(opts.URL)
+	if err != nil {
+		return nil, fmt.Errorf("open redis store: %w", err)
+	}
+	tune(uo, opts.Timeout)
+	client := redis.NewUniversalClient(uo)
+	if opts.TracerProvider != nil {
+		err := redisotel.InstrumentTracing(client,
+			redisotel.WithTracerProvider(opts.TracerProvider),
+			// Arguments hold transcripts: they stay off spans.
+			redisotel.WithDBStatement(false),
+			redisotel.WithCallerEnabled(false))
+		if err != nil {
+			_ = client.Close()
+			return nil, fmt.Errorf("open redis store: trace: %w", err)
+		}
+	}
+	return &Redis{opts: opts, client: client, scripts: newScripts(), cache: newTranscripts(opts.CacheEntries)}, nil
+}
+
+// bound returns ctx limited to the store timeout.
+func (s *Redis) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.opts.Timeout)
+}
+
+// fail wraps a Redis error: the caller's own cancellation as such, anything
+// else as ErrStoreUnavailable. The cause is kept as text, not wrapped, so
+// that the store's own timeout never reads as the caller's deadline.
+func fail(ctx context.Context, op string, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		return fmt.Errorf("%s: %w", op, cerr)
+	}
+	return fmt.Errorf("%s: %w: %v", op, runtime.ErrStoreUnavailable, err)
+}
+
+// Acquire takes key's lock and loads its state.
+func (s *Redis) Acquire(ctx context.Context, key runtime.SessionKey) (*runtime.Session, runtime.Lease, error) {
+	const op = "acquire session"
+	k := keysFor(key)
+	base := s.cache.get(k.tag)
+	epoch, have := cached(base)
+	token := rand.Text()
+	bctx, cancel := s.bound(ctx)
+	defer cancel()
+	r, err := s.scripts.acquire.Run(bctx, s.client, k.list(), token, s.opts.LockLease.Milliseconds(), epoch, have).Slice()
+	if err != nil {
+		return nil, runtime.Lease{}, fail(ctx, op, err)
+	}
+	if ok, err := reply(r).ok(); err != nil {
+		return nil, runtime.Lease{}, fmt.Errorf("%s: %w", op, err)
+	} else if !ok {
+		return nil, runtime.Lease{}, fmt.Errorf("%s: %w", op, runtime.ErrBusy)
+	}
+	lease := runtime.Lease{Token: token, TTL: s.opts.LockLease}
+	if len(r) == 1 {
+		return &runtime.Session{}, lease, nil
+	}
+	sess, err := s.assemble(k.tag, base, r)
+	if err != nil {
+		// Do not keep a session locked that this run cannot use.
+		_ = s.Release(context.WithoutCancel(ctx), key, lease)
+		return nil, runtime.Lease{}, fmt.Errorf("%s: %w", op, err)
+	}
+	return sess, lease, nil
+}
+
+// Load reads key's state without locking it.
+func (s *Redis) Load(ctx context.Context, key runtime.SessionKey) (*runtime.Session, error) {
+	const op = "load session"
+	k := keysFor(key)
+	base := s.cache.get(k.tag)
+	epoch, have := cached(base)
+	bctx, cancel := s.bound(ctx)
+	defer cancel()
+	r, err := s.scripts.load.Run(bctx, s.client, k.list(), epoch, have).Slice()
+	if err != nil {
+		return nil, fail(ctx, op, err)
+	}
+	if ok, err := reply(r).ok(); err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	} else if !ok {
+		return nil, fmt.Errorf("%s: %w", op, runtime.ErrNotFound)
+	}
+	sess, err := s.assemble(k.tag, base, r)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	return sess, nil
+}
+
+// cached returns what the scripts need of a cached transcript.
+func cached(t *transcript) (epoch string, have int) {
+	if t == nil {
+		return "", 0
+	}
+	return t.epoch, len(t.msgs)
+}
+
+// assemble rebuilds a session from a read reply {1, agent, version, epoch,
+// len, from, {messages from `from`}} and base, the transcript whose epoch and
+// count the read sent, then caches it.
+func (s *Redis) assemble(tag string, base *transcript, r reply) (*runtime.Session, error) {
+	agent, err1 := r.str(1)
+	version, err2 := r.int(2)
+	epoch, err3 := r.str(3)
+	n, err4 := r.int(4)
+	from, err5 := r.int(5)
+	raw, err6 := r.list(6)
+	if err := errors.Join(err1, err2, err3, err4, err5, err6); err != nil {
+		return nil, fmt.Errorf("%w: %v", runtime.ErrStoreUnavailable, err)
+	}
+	_, have := cached(base)
+	if from != 0 && from != int64(have) || from+int64(len(raw)) != n {
+		return nil, fmt.Errorf("%w: read %d messages from %d of %d with %d cached",
+			runtime.ErrStoreUnavailable, len(raw), from, n, have)
+	}
+	tail, err := decodeMessages(raw)
+	if err != nil {
+		return nil, err
+	}
+	msgs := tail // what a disabled cache leaves
+	s.cache.update(tag, func(cur *transcript) *transcript {
+		if from != 0 {
+			msgs = extend(cur, base, tail)
+		}
+		if cur != nil && cur != base && cur.epoch == epoch && cur.version > version {
+			// A write of this process landed while we read: keep the newer.
+			return cur
+		}
+		return &transcript{epoch: epoch, version: version, msgs: msgs}
+	})
+	return &runtime.Session{Messages: cloneMessages(msgs), ActiveAgent: agent, Version: version}, nil
+}
+
+// decodeMessages decodes a script's list of JSON messages.
+func decodeMessages(raw []any) ([]runtime.Message, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	msgs := make([]runtime.Message, len(raw))
+	for i, v := range raw {
+		b, ok := v.(string)
+		if !ok {
+			return nil, fmt.Errorf("%w: message %d is %T, want a string", runtime.ErrStoreUnavailable, i, v)
+		}
+		if err := json.Unmarshal([]byte(b), &msgs[i]); err != nil {
+			return nil, fmt.Errorf("decode stored message: %w", err)
+		}
+	}
+	return msgs, nil
+}
+
+// Save writes w under lease in one round trip and returns the new version.
+func (s *Redis) Save(ctx context.Context, key runtime.SessionKey, lease runtime.Lease, w runtime.Write) (int64, error) {
+	const op = "save session"
+	k := keysFor(key)
+	replace := "0"
+	if w.Replace {
+		replace = "1"
+	}
+	args := make([]any, 0, 6+len(w.Messages))
+	args = append(args, lease.Token, s.opts.SessionTTL.Milliseconds(), replace, w.ActiveAgent, rand.Text(), rand.Text())
+	for i := range w.Messages {
+		b, err := json.Marshal(w.Messages[i])
+		if err != nil {
+			return 0, fmt.Errorf("%s: encode message %d: %w", op, i, err)
+		}
+		args = append(args, b)
+	}
+	bctx, cancel := s.bound(ctx)
+	defer cancel()
+	raw, err := s.scripts.save.Run(bctx, s.client, k.list(), args...).Slice()
+	if err != nil {
+		return 0, fail(ctx, op, err)
+	}
+	r := reply(raw)
+	if ok, err := r.ok(); err != nil {
+		return 0, fmt.Errorf("%s: %w", op, err)
+	} else if !ok {
+		return 0, fmt.Errorf("%s: %w", op, runtime.ErrLeaseLost)
+	}
+	version, err1 := r.int(1)
+	epoch, err2 := r.str(2)
+	from, err3 := r.int(4)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		// The write happened, but what this process knew of it is gone.
+		s.cache.remove(k.tag)
+		return 0, fmt.Errorf("%s: %w: %v", op, runtime.ErrStoreUnavailable, err)
+	}
+	s.cache.update(k.tag, func(cur *transcript) *transcript {
+		switch {
+		case from == 0:
+			return &transcript{epoch: epoch, version: version, msgs: cloneMessages(w.Messages)}
+		case cur != nil && cur.epoch == epoch && int64(len(cur.msgs)) == from:
+			return &transcript{epoch: epoch, version: version, msgs: extend(cur, cur, cloneMessages(w.Messages))}
+		default:
+			return nil // this process missed a write; the next read fetches all
+		}
+	})
+	return version, nil
+}
+
+// Renew extends lease by the store's lock lease.
+func (s *Redis) Renew(ctx context.Context, key runtime.SessionKey, lease runtime.Lease) error {
+	const op = "renew session lease"
+	bctx, cancel := s.bound(ctx)
+	defer cancel()
+	n, err := s.scripts.renew.Run(bctx, s.client, []string{keysFor(key).lock}, lease.Token, s.opts.LockLease.Milliseconds()).Int64()
+	if err != nil {
+		return fail(ctx, op, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("%s: %w", op, runtime.ErrLeaseLost)
+	}
+	return nil
+}
+
+// Release gives key's lock back if lease still holds it.
+func (s *Redis) Release(ctx context.Context, key runtime.SessionKey, lease runtime.Lease) error {
+	bctx, cancel := s.bound(ctx)
+	defer cancel()
+	if err := s.scripts.release.Run(bctx, s.client, []string{keysFor(key).lock}, lease.Token).Err(); err != nil {
+		return fail(ctx, "release session", err)
+	}
+	return nil
+}
+
+// Delete removes key's keys, its lock included, and this process's cached
+// transcript. A run that held the lock then fails its next write with
+// ErrLeaseLost.
+func (s *Redis) Delete(ctx context.Context, key runtime.SessionKey) error {
+	k := keysFor(key)
+	bctx, cancel := s.bound(ctx)
+	defer cancel()
+	err := s.client.Del(bctx, k.list()...).Err()
+	s.cache.remove(k.tag)
+	if err != nil {
+		return fail(ctx, "delete session", err)
+	}
+	return nil
+}
+
+// Ping reports whether Redis answers within the store timeout.
+func (s *Redis) Ping(ctx context.Context) error {
+	bctx, cancel := s.bound(ctx)
+	defer cancel()
+	if err := s.client.Ping(bctx).Err(); err != nil {
+		return fail(ctx, "ping session store", err)
+	}
+	return nil
+}
+
+// Close closes the connection pool.
+func (s *Redis) Close() error {
+	if err := s.client.Close(); err != nil && !errors.Is(err, redis.ErrClosed) {
+		return fmt.Errorf("close redis store: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,157 @@
+package cache
+
+import (
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/switchboard-ai/switchboard/runtime"
+)
+
+// The Redis store's operations are Lua scripts so that each is one round trip
+// and atomic. Session scripts take KEYS = msgs, meta, lock (sessionKeys.list);
+// lease scripts take KEYS = lock.
+//
+// Every script is safe to run twice (go-redis retries a command whose
+// connection broke, even after Redis ran it): Acquire accepts a lock that
+// already holds its own token, and Save skips a write id it already applied.
+
+// luaRead is shared by acquire and load. It returns the session's state,
+// sending only the messages the caller lacks: when the caller's cached epoch
+// matches and the list is as long as meta says, messages from index `have`
+// on; otherwise all of them. Within one epoch the list only grows, and every
+// new session or Replace gets a new random epoch, so a matching epoch means
+// the caller's first `have` messages are still the stored ones.
+const luaRead = `
+local function read(epoch, have)
+  local meta = redis.call('HMGET', KEYS[2], 'agent', 'version', 'epoch', 'len')
+  if not meta[2] then return nil end
+  local n = redis.call('LLEN', KEYS[1])
+  local from = 0
+  if meta[3] == epoch and tonumber(meta[4]) == n and have <= n then from = have end
+  return {1, meta[1] or '', tonumber(meta[2]), meta[3] or '', n, from, redis.call('LRANGE', KEYS[1], from, -1)}
+end
+`
+
+// luaAcquire: ARGV = token, lease ms, cached epoch, cached count.
+// Returns {0} when another token holds the lock, {1} for a session never
+// written, else {1, agent, version, epoch, len, from, {messages from `from`}}.
+const luaAcquire = luaRead + `
+local held = redis.call('GET', KEYS[3])
+if held and held ~= ARGV[1] then return {0} end
+redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[2])
+return read(ARGV[3], tonumber(ARGV[4])) or {1}
+`
+
+// luaLoad: ARGV = cached epoch, cached count. Returns {0} for a session never
+// written (or expired), else what luaAcquire returns.
+const luaLoad = luaRead + `
+return read(ARGV[1], tonumber(ARGV[2])) or {0}
+`
+
+// luaSave: ARGV = token, session ttl ms, replace ("1" or "0"), active agent,
+// a fresh epoch (used when the session is new or replaced), write id, then
+// the messages as JSON. Returns {0} when the lease is lost (nothing written),
+// else {1, version, epoch, len, index of the first message written}.
+// A list that disagrees with meta's len (evicted under memory pressure)
+// starts a new epoch so that no cache trusts it.
+const luaSave = `
+if redis.call('GET', KEYS[3]) ~= ARGV[1] then return {0} end
+local count = #ARGV - 6
+local meta = redis.call('HMGET', KEYS[2], 'version', 'epoch', 'len', 'write')
+if meta[4] == ARGV[6] then
+  local n = tonumber(meta[3])
+  return {1, tonumber(meta[1]), meta[2], n, n - count}
+end
+local epoch = meta[2]
+if ARGV[3] == '1' or not epoch or tonumber(meta[3]) ~= redis.call('LLEN', KEYS[1]) then
+  redis.call('DEL', KEYS[1])
+  epoch = ARGV[5]
+end
+for i = 7, #ARGV, 1000 do
+  redis.call('RPUSH', KEYS[1], unpack(ARGV, i, math.min(i + 999, #ARGV)))
+end
+local n = redis.call('LLEN', KEYS[1])
+local version = redis.call('HINCRBY', KEYS[2], 'version', 1)
+redis.call('HSET', KEYS[2], 'agent', ARGV[4], 'epoch', epoch, 'len', n, 'write', ARGV[6])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+redis.call('PEXPIRE', KEYS[2], ARGV[2])
+return {1, version, epoch, n, n - count}
+`
+
+// luaRenew: KEYS = lock; ARGV = token, lease ms. 1 when renewed, 0 when lost.
+const luaRenew = `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1
+`
+
+// luaRelease: KEYS = lock; ARGV = token. Deletes the lock only if the token
+// holds it, so a run that lost its lease cannot free another run's lock.
+const luaRelease = `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+return 1
+`
+
+// scripts are one store's loaded scripts.
+type scripts struct {
+	acquire, load, save, renew, release *redis.Script
+}
+
+func newScripts() scripts {
+	return scripts{
+		acquire: redis.NewScript(luaAcquire),
+		load:    redis.NewScript(luaLoad),
+		save:    redis.NewScript(luaSave),
+		renew:   redis.NewScript(luaRenew),
+		release: redis.NewScript(luaRelease),
+	}
+}
+
+// reply reads a script's array reply, whose first item is a status: 1 for
+// done, 0 for the refusal the script documents.
+type reply []any
+
+// ok reads the status. A reply this store cannot read counts as a store
+// failure.
+func (r reply) ok() (bool, error) {
+	n, err := r.int(0)
+	if err != nil {
+		return false, fmt.Errorf("%w: %v", runtime.ErrStoreUnavailable, err)
+	}
+	return n == 1, nil
+}
+
+func (r reply) int(i int) (int64, error) {
+	if i >= len(r) {
+		return 0, fmt.Errorf("script reply has %d items, want more than %d", len(r), i)
+	}
+	n, ok := r[i].(int64)
+	if !ok {
+		return 0, fmt.Errorf("script reply item %d is %T, want an integer", i, r[i])
+	}
+	return n, nil
+}
+
+func (r reply) str(i int) (string, error) {
+	if i >= len(r) {
+		return "", fmt.Errorf("script reply has %d items, want more than %d", len(r), i)
+	}
+	s, ok := r[i].(string)
+	if !ok {
+		return "", fmt.Errorf("script reply item %d is %T, want a string", i, r[i])
+	}
+	return s, nil
+}
+
+func (r reply) list(i int) ([]any, error) {
+	if i >= len(r) {
+		return nil, fmt.Errorf("script reply has %d items, want more than %d", len(r), i)
+	}
+	l, ok := r[i].([]any)
+	if !ok {
+		return nil, fmt.Errorf("script reply item %d is %T, want an array", i, r[i])
+	}
+	return l, nil
+}
