@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -221,9 +222,11 @@ func (rn *run) loop(ctx context.Context) (res *Result, err error) {
 		if err != nil {
 			return nil, err
 		}
+		rn.usage.Add(resp.Usage)
 		msg := resp.Message
 		msg.Role = RoleAssistant
 		msg.Handoff = nil
+		nameCalls(msg.ToolCalls, rn.steps)
 		rn.transcript = append(rn.transcript, msg)
 		if len(msg.ToolCalls) == 0 {
 			return rn.finish(ctx, msg, resp.FinishReason)
@@ -275,6 +278,19 @@ func (rn *run) save(ctx context.Context) error {
 	}
 	rn.version, rn.saved, rn.replace = v, len(rn.transcript), false
 	return nil
+}
+
+// nameCalls gives an id to every tool call that came without one (some
+// local models omit them): results are matched to calls by id.
+func nameCalls(calls []ToolCall, step int) {
+	for i := range calls {
+		if calls[i].ID == "" {
+			calls[i].ID = "call_sb_" + strconv.Itoa(step) + "_" + strconv.Itoa(i)
+		}
+		if calls[i].Type == "" {
+			calls[i].Type = "function"
+		}
+	}
 }
 
 // nopMetrics records nothing.

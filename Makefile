@@ -1,0 +1,42 @@
+# Switchboard's tasks. `make test` is the whole suite, exactly what CI runs.
+GO ?= go
+FUZZTIME ?= 5s
+
+.PHONY: run test check unit fuzz-short e2e tracing-e2e bench fuzz soak build docker
+
+# run: the gateway on its built-in offline demo (no network, no config).
+run:
+	$(GO) run ./cmd/switchboard serve
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -o bin/switchboard ./cmd/switchboard
+
+# test: everything CI checks. Needs Redis on 127.0.0.1:6379 and Node.js.
+test: check unit fuzz-short e2e tracing-e2e
+
+check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "not gofmt-ed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+unit:
+	$(GO) test -race -count=1 ./...
+
+# fuzz-short: each fuzz target for FUZZTIME (the seed corpus also runs in `unit`).
+fuzz-short:
+	bash scripts/fuzz.sh $(FUZZTIME)
+
+# fuzz: the same targets for a long time, by hand (FUZZTIME=10m make fuzz).
+fuzz:
+	bash scripts/fuzz.sh $(or $(FUZZTIME),5m)
+
+e2e:
+	bash e2e/run.sh
+
+tracing-e2e:
+	bash scripts/tracing-e2e.sh
+
+bench:
+	$(GO) run ./bench
+
+docker:
+	docker build -t switchboard .

@@ -1,0 +1,120 @@
+// Command switchboard is the Switchboard gateway: `serve` runs it,
+// `validate` checks a config, `graph` draws a graph's handoffs.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/switchboard-ai/switchboard/examples"
+	"github.com/switchboard-ai/switchboard/graphs"
+	"github.com/switchboard-ai/switchboard/internal/app"
+	"github.com/switchboard-ai/switchboard/providers"
+)
+
+const usage = `usage:
+  switchboard serve    [--config FILE] [--listen ADDR]   run the gateway (no --config: the built-in offline demo)
+  switchboard validate [--config FILE]                   check a config and print its graphs
+  switchboard graph    [--config FILE] [--model NAME] [--format mermaid|dot]
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	fs := flag.NewFlagSet("switchboard "+args[0], flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	config := fs.String("config", "", "config file (default: the built-in offline demo)")
+	var listen, modelName, format *string
+	switch args[0] {
+	case "serve":
+		listen = fs.String("listen", "", "listen address (overrides server.listen and SWITCHBOARD_LISTEN)")
+	case "validate":
+	case "graph":
+		modelName = fs.String("model", "", "graph to draw (default: the first)")
+		format = fs.String("format", "mermaid", "mermaid or dot")
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "unknown command %q\n%s", args[0], usage)
+		return 2
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		return 2
+	}
+	cfg, err := load(*config)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	switch args[0] {
+	case "validate":
+		graphs.Describe(stdout, cfg)
+		fmt.Fprintln(stdout, "config valid")
+		return 0
+	case "graph":
+		name := *modelName
+		if name == "" {
+			name = cfg.GraphNames[0]
+		}
+		g, ok := cfg.Graphs[name]
+		if !ok {
+			fmt.Fprintf(stderr, "no graph named %q\n", name)
+			return 1
+		}
+		if err := graphs.Diagram(stdout, g, *format); err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+		return 0
+	}
+	if *listen != "" {
+		cfg.Server.Listen = *listen
+	}
+	return serve(cfg, stderr)
+}
+
+// load reads the config file, or the built-in demo when there is none.
+func load(path string) (*graphs.Set, error) {
+	builtin := providers.Builtin(os.Getenv)
+	if path == "" {
+		return graphs.Parse(examples.Demo, builtin, os.Getenv)
+	}
+	return graphs.LoadFile(path, builtin, os.Getenv)
+}
+
+func serve(cfg *graphs.Set, stderr io.Writer) int {
+	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	a, err := app.New(ctx, cfg, log)
+	if err != nil {
+		log.Error("cannot start", "err", err)
+		return 1
+	}
+	ln, err := net.Listen("tcp", cfg.Server.Listen)
+	if err != nil {
+		log.Error("cannot listen", "addr", cfg.Server.Listen, "err", err)
+		_ = a.Close(ctx)
+		return 1
+	}
+	if err := a.Serve(ctx, ln); err != nil && !errors.Is(err, context.Canceled) {
+		log.Error("stopped with an error", "err", err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,100 @@
+package gateway_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/switchboard-ai/switchboard/internal/fakeupstream"
+	"github.com/switchboard-ai/switchboard/internal/gwtest"
+)
+
+func TestModels(t *testing.T) {
+	gw, _, _ := desk(t)
+	var list struct {
+		Object string `json:"object"`
+		Data   []struct {
+			ID      string `json:"id"`
+			Object  string `json:"object"`
+			OwnedBy string `json:"owned_by"`
+		} `json:"data"`
+	}
+	gw.Do(context.Background(), http.MethodGet, "/v1/models", nil, nil).Decode(t, &list)
+	if list.Object != "list" || len(list.Data) != 1 || list.Data[0].ID != "support" || list.Data[0].Object != "model" || list.Data[0].OwnedBy != "switchboard" {
+		t.Errorf("models: %+v", list)
+	}
+	if r := gw.Do(context.Background(), http.MethodGet, "/v1/models/support", nil, nil); r.Status != http.StatusOK {
+		t.Errorf("GET model: %d %s", r.Status, r.Body)
+	}
+	if r := gw.Do(context.Background(), http.MethodGet, "/v1/models/nope", nil, nil); r.Status != http.StatusNotFound || r.ErrorCode(t) != "model_not_found" {
+		t.Errorf("GET unknown model: %d %s", r.Status, r.Body)
+	}
+}
+
+// Bad input gets a clear OpenAI-shaped error and never reaches a model.
+func TestBadRequests(t *testing.T) {
+	gw, fake, _ := desk(t)
+	tool := func(name string) map[string]any {
+		return map[string]any{"type": "function", "function": map[string]any{"name": name, "parameters": map[string]any{"type": "object"}}}
+	}
+	tests := []struct {
+		name   string
+		body   any
+		status int
+		code   string
+	}{
+		{"bad JSON", `{"model": "support", "messages": [`, 400, "invalid_request"},
+		{"not an object", `[]`, 400, "invalid_request"},
+		{"no messages", map[string]any{"model": "support", "messages": []any{}}, 400, "invalid_request"},
+		{"no model", map[string]any{"messages": []map[string]any{{"role": "user", "content": "x"}}}, 400, "invalid_request"},
+		{"unknown role", map[string]any{"model": "support", "messages": []map[string]any{{"role": "wizard", "content": "x"}}}, 400, "invalid_request"},
+		{"content of the wrong type", map[string]any{"model": "support", "messages": []map[string]any{{"role": "user", "content": 42}}}, 400, "invalid_request"},
+		{"tool message without its id", map[string]any{"model": "support", "messages": []map[string]any{{"role": "tool", "content": "x"}}}, 400, "invalid_request"},
+		{"malformed tool call", map[string]any{"model": "support", "messages": []map[string]any{{"role": "assistant", "tool_calls": []map[string]any{{"type": "function"}}}}}, 400, "invalid_request"},
+		{"client tool named like a handoff", map[string]any{"model": "support", "messages": []map[string]any{{"role": "user", "content": "x"}}, "tools": []any{tool("transfer_to_billing")}}, 400, "invalid_request"},
+		{"unknown model", gwtest.User("gpt-4o", "x"), 404, "model_not_found"},
+		{"body over the limit", `{"model": "support", "messages": [{"role": "user", "content": "` + strings.Repeat("x", 5<<20) + `"}]}`, 413, "request_too_large"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := gw.Chat(tt.body, nil)
+			if r.Status != tt.status {
+				t.Fatalf("status %d, want %d: %s", r.Status, tt.status, r.Body)
+			}
+			e := r.JSON(t)["error"].(map[string]any)
+			if e["code"] != tt.code || e["message"] == "" || e["type"] == "" {
+				t.Errorf("error body %s", r.Body)
+			}
+			if _, ok := e["param"]; !ok {
+				t.Errorf("error body lacks param: %s", r.Body)
+			}
+		})
+	}
+	if n := len(fake.Requests()); n != 0 {
+		t.Errorf("bad requests reached the upstream %d times", n)
+	}
+}
+
+func TestUpstreamFailures(t *testing.T) {
+	gw, _, _ := desk(t,
+		fakeupstream.Reply{Status: 400, Text: "bad model"},
+	)
+	r := gw.Chat(gwtest.User("support", "x"), nil)
+	if r.Status != http.StatusBadGateway || r.ErrorCode(t) != "upstream_error" {
+		t.Errorf("provider 400: %d %s", r.Status, r.Body)
+	}
+}
+
+func TestHealth(t *testing.T) {
+	gw, _, _ := desk(t)
+	for _, path := range []string{"/healthz", "/readyz"} {
+		if r := gw.Do(context.Background(), http.MethodGet, path, nil, nil); r.Status != http.StatusOK {
+			t.Errorf("%s: %d", path, r.Status)
+		}
+	}
+	r := gw.Do(context.Background(), http.MethodGet, "/metrics", nil, nil)
+	if r.Status != http.StatusOK || !strings.Contains(string(r.Body), "go_goroutines") {
+		t.Errorf("/metrics: %d", r.Status)
+	}
+}

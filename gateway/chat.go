@@ -1,0 +1,150 @@
+package gateway
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/switchboard-ai/switchboard/graphs"
+	"github.com/switchboard-ai/switchboard/runtime"
+)
+
+// completion is a non-streamed reply.
+type completion struct {
+	ID       string        `json:"id"`
+	Object   string        `json:"object"`
+	Created  int64         `json:"created"`
+	Model    string        `json:"model"`
+	Choices  []choice      `json:"choices"`
+	Usage    runtime.Usage `json:"usage"`
+	Metadata replyMetadata `json:"metadata"`
+}
+
+type choice struct {
+	Index        int             `json:"index"`
+	Message      runtime.Message `json:"message"`
+	FinishReason string          `json:"finish_reason"`
+	Logprobs     *struct{}       `json:"logprobs"`
+}
+
+// replyMetadata names the agent that answered and the session.
+type replyMetadata struct {
+	AgentName string `json:"agentName"`
+	SessionID string `json:"sessionId"`
+}
+
+// chatCompletions runs a graph, or proxies a plain model when passthrough
+// is on.
+func (s *Server) chatCompletions(c *gin.Context) {
+	start := time.Now()
+	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, s.cfg.Server.MaxBodyBytes))
+	if err != nil {
+		s.abortRequest(c, "", start, decodeError(err))
+		return
+	}
+	req, e := decodeChatRequest(body)
+	if e != nil {
+		s.abortRequest(c, "", start, e)
+		return
+	}
+	g, ok := s.cfg.Graphs[req.Model]
+	if !ok {
+		if s.proxies != nil && s.passthrough(c, req.Model, body) {
+			return
+		}
+		s.abortRequest(c, "", start, &Error{Status: http.StatusNotFound, Code: codeModelNotFound, Param: "model", Message: "the model " + req.Model + " does not exist; GET /v1/models lists the graphs"})
+		return
+	}
+	sessionID := c.GetHeader(s.cfg.Server.SessionHeader)
+	if sessionID != "" && !validSessionID(sessionID) {
+		s.abortRequest(c, g.Name, start, badRequest("", "invalid session id in %s: 1 to 128 of A-Z a-z 0-9 . _ : -", s.cfg.Server.SessionHeader))
+		return
+	}
+	rreq := &runtime.Request{
+		Graph:       g,
+		Messages:    req.Messages,
+		ClientTools: req.clientTools(),
+		Metadata:    req.metadata(),
+		Principal:   principal(c),
+		SessionID:   sessionID,
+		Stream:      req.Stream,
+		Params:      &req.Params,
+	}
+	if req.Stream {
+		s.stream(c, g, rreq, req.StreamOptions != nil && req.StreamOptions.IncludeUsage, start)
+		return
+	}
+	res, err := s.opts.Runner.Run(c.Request.Context(), rreq, nil)
+	if err != nil {
+		s.abortRequest(c, g.Name, start, s.runError(g, err))
+		return
+	}
+	c.Header("X-Agent-Name", res.Agent)
+	if sessionID != "" {
+		c.Header(s.cfg.Server.SessionHeader, sessionID)
+	}
+	c.JSON(http.StatusOK, completion{
+		ID:       completionID(),
+		Object:   "chat.completion",
+		Created:  time.Now().Unix(),
+		Model:    g.Name,
+		Choices:  []choice{{Message: res.Message, FinishReason: res.FinishReason}},
+		Usage:    res.Usage,
+		Metadata: replyMetadata{AgentName: res.Agent, SessionID: sessionID},
+	})
+	s.observe(g.Name, http.StatusOK, "", start, res.ExternalTime)
+}
+
+// decodeError maps a failure to read the body.
+func decodeError(err error) *Error {
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return &Error{Status: http.StatusRequestEntityTooLarge, Code: codeTooLarge, Message: fmt.Sprintf("the request body is over the limit of %d bytes", tooBig.Limit)}
+	}
+	return badRequest("", "cannot read the request body: %v", err)
+}
+
+// runError maps and logs a run's failure.
+func (s *Server) runError(g *graphs.Graph, err error) *Error {
+	e := fromRunError(err)
+	if e.Status >= 500 && e.Status != statusClientClosed {
+		s.log.Warn("run failed", "graph", g.Name, "code", e.Code, "err", err)
+	}
+	return e
+}
+
+// abortRequest answers an error and counts the request.
+func (s *Server) abortRequest(c *gin.Context, graph string, start time.Time, e *Error) {
+	if e.Status != statusClientClosed {
+		s.abort(c, e)
+	} else {
+		c.Abort()
+	}
+	s.observe(graph, e.Status, e.Code, start, 0)
+}
+
+// observe records a request's metrics.
+func (s *Server) observe(graph string, status int, code string, start time.Time, external time.Duration) {
+	m := s.opts.Metrics
+	if m == nil {
+		return
+	}
+	total := time.Since(start)
+	m.Request(graph, code, status, total.Seconds())
+	if status == http.StatusOK && graph != "" {
+		m.Overhead(graph, (total - external).Seconds())
+	}
+}
+
+// completionID returns a fresh "chatcmpl-..." id.
+func completionID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "chatcmpl-" + hex.EncodeToString(b[:])
+}

@@ -1,0 +1,86 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/switchboard-ai/switchboard/graphs"
+)
+
+// newProxies builds one reverse proxy per OpenAI-compatible provider, for
+// server.passthrough. Upstream addresses come only from config.
+func newProxies(providers map[string]graphs.Provider, log *slog.Logger) map[string]*httputil.ReverseProxy {
+	out := make(map[string]*httputil.ReverseProxy)
+	for name, p := range providers {
+		if p.Kind != "openai" || p.BaseURL == "" {
+			continue
+		}
+		base, err := url.Parse(strings.TrimSuffix(p.BaseURL, "/"))
+		if err != nil {
+			continue
+		}
+		p := p
+		out[name] = &httputil.ReverseProxy{
+			Rewrite: func(r *httputil.ProxyRequest) {
+				r.Out.URL.Scheme, r.Out.URL.Host = base.Scheme, base.Host
+				r.Out.URL.Path = base.Path + "/chat/completions"
+				r.Out.URL.RawPath = ""
+				r.Out.Host = base.Host
+				r.Out.Header.Del("Authorization")
+				if p.APIKey != "" {
+					r.Out.Header.Set("Authorization", "Bearer "+p.APIKey)
+				}
+				for k, v := range p.Headers {
+					r.Out.Header.Set(k, v)
+				}
+			},
+			FlushInterval: -1,
+			ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+				log.Warn("passthrough failed", "provider", p.Name, "err", err)
+				e := &Error{Status: http.StatusBadGateway, Code: codeUpstreamError, Message: "provider " + p.Name + ": " + err.Error()}
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(e.Status)
+				_ = json.NewEncoder(w).Encode(e.body())
+			},
+		}
+	}
+	return out
+}
+
+// passthrough proxies a request for "provider/model" as is, with only the
+// model name rewritten to the provider's. It reports false when the model
+// names no passthrough provider.
+func (s *Server) passthrough(c *gin.Context, modelName string, body []byte) bool {
+	provider, upstreamModel, ok := strings.Cut(modelName, "/")
+	proxy := s.proxies[provider]
+	if !ok || proxy == nil || upstreamModel == "" {
+		return false
+	}
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return false
+	}
+	doc["model"], _ = json.Marshal(upstreamModel)
+	out, err := json.Marshal(doc)
+	if err != nil {
+		return false
+	}
+	r := c.Request.Clone(c.Request.Context())
+	r.Body = readCloser{bytes.NewReader(out)}
+	r.ContentLength = int64(len(out))
+	r.Header.Set("Content-Length", strconv.Itoa(len(out)))
+	proxy.ServeHTTP(c.Writer, r)
+	return true
+}
+
+type readCloser struct{ *bytes.Reader }
+
+func (readCloser) Close() error { return nil }

@@ -1,0 +1,134 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/switchboard-ai/switchboard/runtime"
+)
+
+// chatRequest is the part of an OpenAI Chat Completions request the gateway
+// reads; sampling parameters are passed on to every provider call.
+type chatRequest struct {
+	Model         string            `json:"model"`
+	Messages      []runtime.Message `json:"messages"`
+	Stream        bool              `json:"stream"`
+	StreamOptions *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	Tools    []clientTool               `json:"tools"`
+	Metadata map[string]json.RawMessage `json:"metadata"`
+	runtime.Params
+}
+
+// clientTool is one tool of the request.
+type clientTool struct {
+	Type     string           `json:"type"`
+	Function *runtime.ToolDef `json:"function"`
+}
+
+// decodeChatRequest reads and checks a request body: bad JSON, no messages or malformed messages are answered before any run.
+func decodeChatRequest(body []byte) (*chatRequest, *Error) {
+	var req chatRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		return nil, badRequest("", "the request body is not valid JSON: %v", err)
+	}
+	if req.Model == "" {
+		return nil, badRequest("model", "model is required")
+	}
+	if e := checkMessages(req.Messages); e != nil {
+		return nil, e
+	}
+	for i, t := range req.Tools {
+		if t.Type != "function" || t.Function == nil || t.Function.Name == "" {
+			return nil, badRequest(fmt.Sprintf("tools[%d]", i), "tools[%d] must be a function tool with a name", i)
+		}
+	}
+	return &req, nil
+}
+
+// checkMessages validates the request's messages and clears any handoff
+// marker: markers are the gateway's own data, never the client's.
+func checkMessages(msgs []runtime.Message) *Error {
+	if len(msgs) == 0 {
+		return badRequest("messages", "messages must hold at least one message")
+	}
+	for i := range msgs {
+		m := &msgs[i]
+		m.Handoff = nil
+		param := "messages[" + strconv.Itoa(i) + "]"
+		switch m.Role {
+		case runtime.RoleSystem, runtime.RoleDeveloper, runtime.RoleUser:
+			if len(m.ToolCalls) > 0 {
+				return badRequest(param, "%s: only assistant messages may carry tool_calls", param)
+			}
+		case runtime.RoleAssistant:
+			for j, c := range m.ToolCalls {
+				if c.ID == "" || c.Function.Name == "" || (c.Type != "" && c.Type != "function") {
+					return badRequest(param, "%s.tool_calls[%d] needs an id, type function and a function name", param, j)
+				}
+				if c.Type == "" {
+					m.ToolCalls[j].Type = "function"
+				}
+			}
+		case runtime.RoleTool:
+			if m.ToolCallID == "" {
+				return badRequest(param, "%s: a tool message needs tool_call_id", param)
+			}
+		case "":
+			return badRequest(param, "%s: role is required", param)
+		default:
+			return badRequest(param, "%s: unknown role %q (allowed: system, developer, user, assistant, tool)", param, m.Role)
+		}
+	}
+	return nil
+}
+
+// metadata flattens the request's metadata to strings, as enabled_when
+// compares them: "pro", 3 and true become "pro", "3" and "true".
+func (req *chatRequest) metadata() map[string]string {
+	if len(req.Metadata) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(req.Metadata))
+	for k, raw := range req.Metadata {
+		raw = bytes.TrimSpace(raw)
+		var s string
+		if len(raw) > 0 && raw[0] == '"' && json.Unmarshal(raw, &s) == nil {
+			out[k] = s
+			continue
+		}
+		out[k] = string(raw)
+	}
+	return out
+}
+
+// clientTools returns the request's tools as tool definitions.
+func (req *chatRequest) clientTools() []runtime.ToolDef {
+	if len(req.Tools) == 0 {
+		return nil
+	}
+	out := make([]runtime.ToolDef, len(req.Tools))
+	for i, t := range req.Tools {
+		out[i] = *t.Function
+	}
+	return out
+}
+
+// validSessionID reports whether id is 1-128 of A-Za-z0-9._:-.
+func validSessionID(id string) bool {
+	if len(id) == 0 || len(id) > 128 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '.', c == '_', c == ':', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}

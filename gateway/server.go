@@ -1,0 +1,173 @@
+// Package gateway is Switchboard's HTTP face: the OpenAI-compatible routes,
+// their errors, and the rendering of runs as JSON replies or SSE streams.
+package gateway
+
+import (
+	"crypto/subtle"
+	"log/slog"
+	"net/http"
+	"net/http/httputil"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/switchboard-ai/switchboard/graphs"
+	"github.com/switchboard-ai/switchboard/runtime"
+	"github.com/switchboard-ai/switchboard/telemetry"
+)
+
+// Options wires a Server. Config, Runner and Store are required.
+type Options struct {
+	Config *graphs.Set
+	Runner *runtime.Runner
+	Store  runtime.Store
+	// Metrics records requests; nil records nothing.
+	Metrics *telemetry.Metrics
+	// Gatherer serves /metrics; nil serves an empty page.
+	Gatherer prometheus.Gatherer
+	// TracerProvider and Propagator trace requests; nil traces nothing.
+	TracerProvider trace.TracerProvider
+	Propagator     propagation.TextMapPropagator
+	Logger         *slog.Logger
+}
+
+// Server serves the gateway's routes.
+type Server struct {
+	opts     Options
+	cfg      *graphs.Set
+	log      *slog.Logger
+	engine   *gin.Engine
+	created  int64
+	draining atomic.Bool
+	proxies  map[string]*httputil.ReverseProxy
+}
+
+// New builds a Server and its routes.
+func New(opts Options) *Server {
+	gin.SetMode(gin.ReleaseMode)
+	s := &Server{opts: opts, cfg: opts.Config, log: opts.Logger, created: time.Now().Unix()}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.cfg.Server.Passthrough {
+		s.proxies = newProxies(s.cfg.Providers, s.log)
+	}
+	e := gin.New()
+	e.ContextWithFallback = true
+	e.Use(gin.CustomRecoveryWithWriter(nil, func(c *gin.Context, err any) {
+		s.log.Error("panic serving request", "path", c.Request.URL.Path, "panic", err)
+		s.abort(c, &Error{Status: http.StatusInternalServerError, Code: codeInternal, Message: "internal error"})
+	}))
+	if opts.TracerProvider != nil {
+		e.Use(telemetry.ServerMiddleware(opts.TracerProvider, opts.Propagator))
+	}
+	e.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
+	e.GET("/readyz", s.readyz)
+	gatherer := opts.Gatherer
+	if gatherer == nil {
+		gatherer = prometheus.NewRegistry()
+	}
+	e.GET("/metrics", gin.WrapH(promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{})))
+
+	v1 := e.Group("/v1", s.auth)
+	v1.POST("/chat/completions", s.chatCompletions)
+	v1.GET("/models", s.listModels)
+	v1.GET("/models/:id", s.getModel)
+	v1.GET("/sessions/:id", s.getSession)
+	v1.DELETE("/sessions/:id", s.deleteSession)
+	e.NoRoute(func(c *gin.Context) {
+		s.abort(c, &Error{Status: http.StatusNotFound, Code: "not_found", Message: "no route " + c.Request.Method + " " + c.Request.URL.Path})
+	})
+	e.NoMethod(func(c *gin.Context) {
+		s.abort(c, &Error{Status: http.StatusMethodNotAllowed, Code: "method_not_allowed", Message: "method not allowed"})
+	})
+	s.engine = e
+	return s
+}
+
+// Handler returns the server's http.Handler.
+func (s *Server) Handler() http.Handler { return s.engine }
+
+// Drain makes /readyz answer 503 so that load balancers stop sending new
+// requests while open runs finish.
+func (s *Server) Drain() { s.draining.Store(true) }
+
+// abort answers err in the OpenAI error shape.
+func (s *Server) abort(c *gin.Context, err *Error) {
+	c.AbortWithStatusJSON(err.Status, err.body())
+}
+
+// principalKey is where auth leaves the caller's principal.
+const principalKey = "switchboard.principal"
+
+// auth checks the bearer key when keys are configured and records the
+// key's name as the request's principal.
+func (s *Server) auth(c *gin.Context) {
+	keys := s.cfg.Server.APIKeys
+	if len(keys) == 0 {
+		return
+	}
+	h := c.GetHeader("Authorization")
+	token, ok := strings.CutPrefix(h, "Bearer ")
+	if ok {
+		token = strings.TrimSpace(token)
+		for _, k := range keys {
+			if subtle.ConstantTimeCompare([]byte(token), []byte(k.Key)) == 1 {
+				c.Set(principalKey, k.Name)
+				return
+			}
+		}
+	}
+	s.abort(c, &Error{Status: http.StatusUnauthorized, Code: codeInvalidAPIKey, Message: "a valid API key is required (Authorization: Bearer <key>)"})
+}
+
+func principal(c *gin.Context) string { return c.GetString(principalKey) }
+
+// readyz is 200 only when the store answers and the server is not draining.
+func (s *Server) readyz(c *gin.Context) {
+	if s.draining.Load() {
+		c.JSON(http.StatusServiceUnavailable, gin.H{"status": "draining"})
+		return
+	}
+	if err := s.opts.Store.Ping(c.Request.Context()); err != nil {
+		c.JSON(http.StatusServiceUnavailable, gin.H{"status": "store unavailable", "error": err.Error()})
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"status": "ok"})
+}
+
+// model is one graph as an OpenAI model object.
+type model struct {
+	ID          string `json:"id"`
+	Object      string `json:"object"`
+	Created     int64  `json:"created"`
+	OwnedBy     string `json:"owned_by"`
+	Description string `json:"description,omitempty"`
+}
+
+func (s *Server) model(g *graphs.Graph) model {
+	return model{ID: g.Name, Object: "model", Created: s.created, OwnedBy: "switchboard", Description: g.Description}
+}
+
+func (s *Server) listModels(c *gin.Context) {
+	data := make([]model, 0, len(s.cfg.GraphNames))
+	for _, name := range s.cfg.GraphNames {
+		data = append(data, s.model(s.cfg.Graphs[name]))
+	}
+	c.JSON(http.StatusOK, gin.H{"object": "list", "data": data})
+}
+
+func (s *Server) getModel(c *gin.Context) {
+	g, ok := s.cfg.Graphs[c.Param("id")]
+	if !ok {
+		s.abort(c, &Error{Status: http.StatusNotFound, Code: codeModelNotFound, Param: "model", Message: "no graph named " + c.Param("id")})
+		return
+	}
+	c.JSON(http.StatusOK, s.model(g))
+}

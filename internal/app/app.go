@@ -1,0 +1,136 @@
+// Package app wires Switchboard's parts into a running gateway: the one
+// place that knows every concrete type. The command and the end-to-end
+// tests both build the gateway through it.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/switchboard-ai/switchboard/cache"
+	"github.com/switchboard-ai/switchboard/gateway"
+	"github.com/switchboard-ai/switchboard/graphs"
+	"github.com/switchboard-ai/switchboard/providers"
+	"github.com/switchboard-ai/switchboard/runtime"
+	"github.com/switchboard-ai/switchboard/telemetry"
+	"github.com/switchboard-ai/switchboard/webhooks"
+)
+
+// App is a wired gateway.
+type App struct {
+	cfg     *graphs.Set
+	log     *slog.Logger
+	tracing *telemetry.Tracing
+	store   runtime.Store
+	models  *providers.Registry
+	gateway *gateway.Server
+	server  *http.Server
+}
+
+// New wires a gateway for a validated config.
+func New(ctx context.Context, cfg *graphs.Set, log *slog.Logger) (*App, error) {
+	tracing, err := telemetry.Setup(ctx, cfg.Telemetry, log)
+	if err != nil {
+		return nil, fmt.Errorf("set up tracing: %w", err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := telemetry.NewMetrics(reg)
+
+	store, err := cache.Open(ctx, cache.Options{
+		URL:            cfg.Store.URL,
+		SessionTTL:     cfg.Store.SessionTTL,
+		Timeout:        cfg.Store.Timeout,
+		LockLease:      cfg.Store.LockLease,
+		TracerProvider: tracing.Provider,
+	})
+	if err != nil {
+		_ = tracing.Shutdown(ctx)
+		return nil, fmt.Errorf("open session store: %w", err)
+	}
+	models, err := providers.New(cfg.Providers, providers.Options{
+		TracerProvider: tracing.Provider,
+		Propagator:     tracing.Propagator,
+		Logger:         log,
+	})
+	if err != nil {
+		_ = store.Close()
+		_ = tracing.Shutdown(ctx)
+		return nil, fmt.Errorf("set up providers: %w", err)
+	}
+	hooks := webhooks.New(tracing.Propagator)
+	runner := runtime.New(runtime.Options{
+		Model:          models,
+		Store:          store,
+		Tools:          hooks,
+		Hooks:          hooks,
+		TracerProvider: tracing.Provider,
+		Metrics:        metrics,
+		Logger:         log,
+		CaptureContent: cfg.Telemetry.CaptureContent,
+	})
+	gw := gateway.New(gateway.Options{
+		Config:         cfg,
+		Runner:         runner,
+		Store:          store,
+		Metrics:        metrics,
+		Gatherer:       reg,
+		TracerProvider: tracing.Provider,
+		Propagator:     tracing.Propagator,
+		Logger:         log,
+	})
+	return &App{
+		cfg: cfg, log: log, tracing: tracing, store: store, models: models, gateway: gw,
+		server: &http.Server{Handler: gw.Handler(), ReadHeaderTimeout: 10 * time.Second},
+	}, nil
+}
+
+// Handler returns the gateway's HTTP handler.
+func (a *App) Handler() http.Handler { return a.gateway.Handler() }
+
+// Serve serves on ln until ctx is done, then shuts down gracefully:
+// /readyz turns 503 at once, open runs and streams get up to the drain
+// timeout to finish, then the store and the trace exporter are flushed.
+func (a *App) Serve(ctx context.Context, ln net.Listener) error {
+	errc := make(chan error, 1)
+	go func() { errc <- a.server.Serve(ln) }()
+	a.log.Info("switchboard listening", "addr", ln.Addr().String(), "graphs", a.cfg.GraphNames, "store", a.cfg.Store.URL)
+	var serveErr error
+	select {
+	case serveErr = <-errc:
+	case <-ctx.Done():
+		a.log.Info("shutting down", "drain_timeout", a.cfg.Server.DrainTimeout)
+		a.gateway.Drain()
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.Server.DrainTimeout)
+		if err := a.server.Shutdown(dctx); err != nil {
+			a.log.Warn("drain timed out; closing open connections", "err", err)
+			_ = a.server.Close()
+		}
+		cancel()
+		<-errc
+	}
+	return errors.Join(ignoreClosed(serveErr), a.Close(context.WithoutCancel(ctx)))
+}
+
+// Close releases the store and the provider connections, and flushes traces.
+func (a *App) Close(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	a.models.Close()
+	return errors.Join(a.store.Close(), a.tracing.Shutdown(ctx))
+}
+
+func ignoreClosed(err error) error {
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
