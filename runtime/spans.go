@@ -9,29 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/switchboard-ai/switchboard/graphs"
-)
-
-// Span attribute keys (OpenTelemetry GenAI conventions and our own).
-const (
-	attrOperation     = attribute.Key("gen_ai.operation.name")
-	attrAgentName     = attribute.Key("gen_ai.agent.name")
-	attrConversation  = attribute.Key("gen_ai.conversation.id")
-	attrProvider      = attribute.Key("gen_ai.provider.name")
-	attrRequestModel  = attribute.Key("gen_ai.request.model")
-	attrResponseID    = attribute.Key("gen_ai.response.id")
-	attrInputTokens   = attribute.Key("gen_ai.usage.input_tokens")
-	attrOutputTokens  = attribute.Key("gen_ai.usage.output_tokens")
-	attrFinishReasons = attribute.Key("gen_ai.response.finish_reasons")
-	attrInputMsgs     = attribute.Key("gen_ai.input.messages")
-	attrOutputMsgs    = attribute.Key("gen_ai.output.messages")
-	attrToolName      = attribute.Key("gen_ai.tool.name")
-	attrToolCallID    = attribute.Key("gen_ai.tool.call.id")
-	attrHandoffFrom   = attribute.Key("switchboard.handoff.from")
-	attrHandoffTo     = attribute.Key("switchboard.handoff.to")
-	attrHandoffTool   = attribute.Key("switchboard.handoff.tool_name")
-	attrHandoffCallID = attribute.Key("switchboard.handoff.tool_call_id")
-	attrHandoffOut    = attribute.Key("switchboard.handoff.outcome")
-	attrGraph         = attribute.Key("switchboard.graph")
+	"github.com/switchboard-ai/switchboard/telemetry/genai"
 )
 
 // startAgent opens the invoke_agent span of an agent taking the run; the
@@ -40,10 +18,10 @@ func (rn *run) startAgent(ctx context.Context, a *graphs.Agent) {
 	ctx, span := rn.tracer.Start(ctx, "invoke_agent "+a.Name, trace.WithSpanKind(trace.SpanKindInternal))
 	if span.IsRecording() {
 		span.SetAttributes(
-			attrOperation.String("invoke_agent"),
-			attrAgentName.String(a.Name),
-			attrConversation.String(rn.req.SessionID),
-			attrGraph.String(rn.graph.Name),
+			genai.OperationName.String(genai.OperationInvokeAgent),
+			genai.AgentName.String(a.Name),
+			genai.ConversationID.String(rn.req.SessionID),
+			genai.Graph.String(rn.graph.Name),
 		)
 	}
 	rn.agentCtx, rn.agentSpan = ctx, span
@@ -63,14 +41,14 @@ func (rn *run) startChatSpan(ctx context.Context, req *ChatRequest) (context.Con
 	ctx, span := rn.tracer.Start(ctx, "chat "+req.Model.Model, trace.WithSpanKind(trace.SpanKindClient))
 	if span.IsRecording() {
 		span.SetAttributes(
-			attrOperation.String("chat"),
-			attrProvider.String(req.Model.Provider),
-			attrRequestModel.String(req.Model.Model),
-			attrAgentName.String(rn.agent.Name),
+			genai.OperationName.String(genai.OperationChat),
+			genai.ProviderName.String(req.Model.Provider),
+			genai.RequestModel.String(req.Model.Model),
+			genai.AgentName.String(rn.agent.Name),
 		)
 		if rn.opts.CaptureContent {
 			if b, err := json.Marshal(req.Messages); err == nil {
-				span.SetAttributes(attrInputMsgs.String(string(b)))
+				span.SetAttributes(genai.InputMessages.String(string(b)))
 			}
 		}
 	}
@@ -81,16 +59,16 @@ func (rn *run) startChatSpan(ctx context.Context, req *ChatRequest) (context.Con
 func (rn *run) endChatSpan(span trace.Span, resp *ChatResponse) {
 	if span.IsRecording() {
 		span.SetAttributes(
-			attrInputTokens.Int(resp.Usage.PromptTokens),
-			attrOutputTokens.Int(resp.Usage.CompletionTokens),
-			attrFinishReasons.StringSlice([]string{resp.FinishReason}),
+			genai.UsageInputTokens.Int(resp.Usage.PromptTokens),
+			genai.UsageOutputTokens.Int(resp.Usage.CompletionTokens),
+			genai.ResponseFinishReasons.StringSlice([]string{resp.FinishReason}),
 		)
 		if resp.ID != "" {
-			span.SetAttributes(attrResponseID.String(resp.ID))
+			span.SetAttributes(genai.ResponseID.String(resp.ID))
 		}
 		if rn.opts.CaptureContent {
 			if b, err := json.Marshal([]Message{resp.Message}); err == nil {
-				span.SetAttributes(attrOutputMsgs.String(string(b)))
+				span.SetAttributes(genai.OutputMessages.String(string(b)))
 			}
 		}
 	}
@@ -102,9 +80,9 @@ func (rn *run) startToolSpan(ctx context.Context, tool, callID string) (context.
 	ctx, span := rn.tracer.Start(ctx, "execute_tool "+tool, trace.WithSpanKind(trace.SpanKindInternal))
 	if span.IsRecording() {
 		span.SetAttributes(
-			attrOperation.String("execute_tool"),
-			attrToolName.String(tool),
-			attrToolCallID.String(callID),
+			genai.OperationName.String(genai.OperationExecuteTool),
+			genai.ToolName.String(tool),
+			genai.ToolCallID.String(callID),
 		)
 	}
 	return ctx, span
@@ -116,11 +94,11 @@ func (rn *run) traceHandoff(ctx context.Context, h *graphs.Handoff, callID, outc
 	_, span := rn.tracer.Start(ctx, "handoff "+from+" -> "+to, trace.WithSpanKind(trace.SpanKindInternal))
 	if span.IsRecording() {
 		span.SetAttributes(
-			attrHandoffFrom.String(from),
-			attrHandoffTo.String(to),
-			attrHandoffTool.String(h.ToolName),
-			attrHandoffCallID.String(callID),
-			attrHandoffOut.String(outcome),
+			genai.HandoffFrom.String(from),
+			genai.HandoffTo.String(to),
+			genai.HandoffToolName.String(h.ToolName),
+			genai.HandoffToolCallID.String(callID),
+			genai.HandoffOutcome.String(outcome),
 		)
 		if outcome != outcomeAccepted {
 			span.SetStatus(codes.Error, outcome)

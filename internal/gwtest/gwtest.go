@@ -14,6 +14,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/switchboard-ai/switchboard/graphs"
@@ -26,11 +27,53 @@ type Gateway struct {
 	URL    string
 	Config *graphs.Set
 	t      testing.TB
+	close  func()
 }
+
+// Close stops the gateway and flushes its traces; the test's end does it
+// too, so calling it is only needed to read what a shutdown flushes.
+func (g *Gateway) Close() { g.close() }
 
 // Start compiles yaml (with ${VAR} taken from env, then the process
 // environment) and serves it until the test ends.
 func Start(t testing.TB, yaml string, env map[string]string) *Gateway {
+	t.Helper()
+	return StartConfig(t, Compile(t, yaml, env))
+}
+
+// StartConfig serves a compiled config until the test ends.
+func StartConfig(t testing.TB, cfg *graphs.Set) *Gateway {
+	t.Helper()
+	var w io.Writer = io.Discard
+	if testing.Verbose() {
+		w = os.Stderr
+	}
+	return StartLogging(t, cfg, w)
+}
+
+// StartLogging serves a compiled config, writing the gateway's logs (JSON,
+// as serve writes them) to w.
+func StartLogging(t testing.TB, cfg *graphs.Set, w io.Writer) *Gateway {
+	t.Helper()
+	log := slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	a, err := app.New(context.Background(), cfg, log)
+	if err != nil {
+		t.Fatalf("app: %v", err)
+	}
+	srv := httptest.NewServer(a.Handler())
+	var once sync.Once
+	closeFn := func() {
+		once.Do(func() {
+			srv.Close()
+			_ = a.Close(context.Background())
+		})
+	}
+	t.Cleanup(closeFn)
+	return &Gateway{URL: srv.URL, Config: cfg, t: t, close: closeFn}
+}
+
+// Compile compiles yaml as Start does, with ${VAR} from env first.
+func Compile(t testing.TB, yaml string, env map[string]string) *graphs.Set {
 	t.Helper()
 	getenv := func(k string) string {
 		if v, ok := env[k]; ok {
@@ -42,26 +85,7 @@ func Start(t testing.TB, yaml string, env map[string]string) *Gateway {
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	return StartConfig(t, cfg)
-}
-
-// StartConfig serves a compiled config until the test ends.
-func StartConfig(t testing.TB, cfg *graphs.Set) *Gateway {
-	t.Helper()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if testing.Verbose() {
-		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	a, err := app.New(context.Background(), cfg, log)
-	if err != nil {
-		t.Fatalf("app: %v", err)
-	}
-	srv := httptest.NewServer(a.Handler())
-	t.Cleanup(func() {
-		srv.Close()
-		_ = a.Close(context.Background())
-	})
-	return &Gateway{URL: srv.URL, Config: cfg, t: t}
+	return cfg
 }
 
 // Response is an answer of the gateway.
