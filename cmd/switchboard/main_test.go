@@ -1,0 +1,132 @@
+package main
+
+import (
+	"bytes"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/switchboard-ai/switchboard/internal/gwtest"
+)
+
+func runCLI(args ...string) (code int, stdout, stderr string) {
+	var out, errb bytes.Buffer
+	code = run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func writeConfig(t *testing.T, yaml string) string {
+	p := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(p, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const badConfig = `
+agents:
+  triage:
+    description: Routes
+    model: nosuch/model
+    tools: [missing_tool]
+    handoffs: [billing]
+graphs:
+  support: {lead: triage}
+  other: {lead: ghost}
+`
+
+func TestValidate(t *testing.T) {
+	t.Setenv("CHARGES_URL", "http://127.0.0.1:7000/charges")
+	code, out, errOut := runCLI("validate", "--config", "../../examples/support.yaml")
+	if code != 0 {
+		t.Fatalf("examples/support.yaml: exit %d\n%s", code, errOut)
+	}
+	for _, want := range []string{"graph support", "escalate_refund -> refunds", "transfer_to_billing -> billing", "lookup_charges"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("validate output lacks %q:\n%s", want, out)
+		}
+	}
+
+	code, out, errOut = runCLI("validate", "--config", writeConfig(t, badConfig))
+	if code != 1 {
+		t.Fatalf("bad config: exit %d", code)
+	}
+	lines := strings.Split(strings.TrimSpace(errOut), "\n")
+	if len(lines) < 4 {
+		t.Errorf("want one line per problem, got:\n%s", errOut)
+	}
+	for _, l := range lines {
+		if !strings.HasPrefix(l, "config invalid: ") {
+			t.Errorf("line %q does not start with 'config invalid: '", l)
+		}
+	}
+	for _, want := range []string{`"nosuch"`, `"missing_tool"`, `"billing"`, `"ghost"`} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("problems do not name %s:\n%s", want, errOut)
+		}
+	}
+	if out != "" {
+		t.Errorf("nothing on stdout for an invalid config, got %q", out)
+	}
+}
+
+// serve refuses an invalid config before listening.
+func TestServeRefusesInvalidConfig(t *testing.T) {
+	code, _, errOut := runCLI("serve", "--config", writeConfig(t, badConfig), "--listen", "127.0.0.1:0")
+	if code == 0 || !strings.HasPrefix(errOut, "config invalid: ") {
+		t.Errorf("exit %d, stderr %q", code, errOut)
+	}
+}
+
+func TestGraphDiagram(t *testing.T) {
+	code, out, _ := runCLI("graph", "--model", "support")
+	if code != 0 || !strings.HasPrefix(out, "flowchart LR") || !strings.Contains(out, "transfer_to_billing") {
+		t.Errorf("mermaid: exit %d\n%s", code, out)
+	}
+	code, out, _ = runCLI("graph", "--format", "dot")
+	if code != 0 || !strings.HasPrefix(out, "digraph") {
+		t.Errorf("dot: exit %d\n%s", code, out)
+	}
+	if code, _, _ = runCLI("graph", "--format", "png"); code == 0 {
+		t.Error("unknown format accepted")
+	}
+	if code, _, _ = runCLI("graph", "--model", "nope"); code == 0 {
+		t.Error("unknown model accepted")
+	}
+}
+
+func TestUsage(t *testing.T) {
+	if code, _, _ := runCLI(); code != 2 {
+		t.Errorf("no command: exit %d", code)
+	}
+	if code, _, _ := runCLI("frobnicate"); code != 2 {
+		t.Errorf("unknown command: exit %d", code)
+	}
+}
+
+// The built-in demo routes a newcomer's first curl to billing, offline.
+func TestBuiltinDemoRoutes(t *testing.T) {
+	cfg, err := load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := gwtest.StartConfig(t, cfg)
+	tests := []struct{ text, agent string }{
+		{"I was charged twice for my subscription", "billing"},
+		{"The app crashes at login", "tech-support"},
+		{"Hello there", "triage"},
+	}
+	for _, tt := range tests {
+		r := gw.Chat(gwtest.User("support", tt.text), nil)
+		if r.Status != http.StatusOK {
+			t.Fatalf("%d %s", r.Status, r.Body)
+		}
+		var c gwtest.Completion
+		r.Decode(t, &c)
+		if c.Metadata.AgentName != tt.agent || !strings.Contains(c.Text(), tt.text) {
+			t.Errorf("%q: answered by %q: %q", tt.text, c.Metadata.AgentName, c.Text())
+		}
+	}
+}
