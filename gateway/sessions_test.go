@@ -347,3 +347,27 @@ func TestSpoofedMarkersAreIgnored(t *testing.T) {
 		}
 	}
 }
+
+// A run that loses its lease (here: the session is deleted under it) stops
+// with 409 session_busy and saves nothing.
+func TestRunThatLostItsLease(t *testing.T) {
+	stores(t, func(t *testing.T, storeURL string) {
+		gw, fake := sessionDesk(t, storeURL, fakeupstream.Reply{Text: "slow", Delay: 400 * time.Millisecond})
+		id := newSessionID(t)
+		done := make(chan *gwtest.Response)
+		go func() { done <- gw.Chat(gwtest.User("support", "x"), session(id)) }()
+		if _, err := fake.WaitRequests(context.Background(), 1); err != nil {
+			t.Fatal(err)
+		}
+		if d := gw.Do(context.Background(), http.MethodDelete, "/v1/sessions/"+id, nil, nil); d.Status != http.StatusNoContent {
+			t.Fatalf("DELETE: %d", d.Status)
+		}
+		r := <-done
+		if r.Status != http.StatusConflict || r.ErrorCode(t) != "session_busy" {
+			t.Errorf("run without its lease: %d %s", r.Status, r.Body)
+		}
+		if g, _ := getSession(t, gw, id, nil); g.Status != http.StatusNotFound {
+			t.Errorf("the run saved after losing its lease: %d %s", g.Status, g.Body)
+		}
+	})
+}
