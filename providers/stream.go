@@ -101,6 +101,9 @@ func (s *streamAcc) addCall(tc openai.ToolCall) {
 // errEmptyStream is a stream that ended before saying anything.
 var errEmptyStream = errors.New("stream ended without an answer")
 
+// errTruncatedStream is a stream that ended without a finish reason.
+var errTruncatedStream = errors.New("stream ended without a finish reason")
+
 // result builds the assembled answer.
 func (s *streamAcc) result() (*runtime.ChatResponse, error) {
 	if s.chunks == 0 || (s.finish == "" && s.text.Len() == 0 && len(s.calls) == 0) {
@@ -116,15 +119,14 @@ func (s *streamAcc) result() (*runtime.ChatResponse, error) {
 		})
 	}
 	ensureCallIDs(msg.ToolCalls)
-	finish := s.finish
-	if finish == "" {
-		// Some servers end without a finish reason; say what happened.
-		finish = "stop"
-		if len(msg.ToolCalls) > 0 {
-			finish = "tool_calls"
-		}
+	if s.finish == "" {
+		// A stream cut short (an upstream that died behind a proxy, a body
+		// ended by the connection closing) looks like a clean end; without
+		// a finish reason the answer may be half of one, and a session must
+		// never store that.
+		return nil, errTruncatedStream
 	}
-	out := &runtime.ChatResponse{Message: msg, FinishReason: finish, ID: s.id}
+	out := &runtime.ChatResponse{Message: msg, FinishReason: s.finish, ID: s.id}
 	if s.usage != nil {
 		out.Usage = fromOpenAIUsage(*s.usage)
 	}

@@ -234,6 +234,12 @@ func (rn *run) loop(ctx context.Context) (res *Result, err error) {
 		if out, err = rn.turn(rn.agentCtx, msg.ToolCalls); err != nil {
 			return nil, err
 		}
+		if out.handoff != nil {
+			// Switch before saving: the step's save records the agent that
+			// now holds the conversation.
+			rn.switchAgent(ctx, out.handoff)
+			out.handoff = nil
+		}
 		if out.clientCalls == nil {
 			if err := rn.save(ctx); err != nil {
 				return nil, err
