@@ -66,6 +66,10 @@ func (s *Server) chatCompletions(c *gin.Context) {
 		s.abortRequest(c, g.Name, start, badRequest("", "invalid session id in %s: 1 to 128 of A-Z a-z 0-9 . _ : -", s.cfg.Server.SessionHeader))
 		return
 	}
+	if m := s.opts.Metrics; m != nil {
+		m.Inflight(1)
+		defer m.Inflight(-1)
+	}
 	rreq := &runtime.Request{
 		Graph:       g,
 		Messages:    req.Messages,
