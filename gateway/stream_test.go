@@ -21,7 +21,7 @@ type streamChunk struct {
 	Model   string `json:"model"`
 	Choices []struct {
 		Delta struct {
-			Role      string `json:"role"`
+			Role      string  `json:"role"`
 			Content   *string `json:"content"`
 			ToolCalls []struct {
 				Index    int    `json:"index"`
@@ -34,9 +34,13 @@ type streamChunk struct {
 		} `json:"delta"`
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
-	Usage    *struct{ TotalTokens int `json:"total_tokens"` } `json:"usage"`
+	Usage *struct {
+		TotalTokens int `json:"total_tokens"`
+	} `json:"usage"`
 	Metadata map[string]string `json:"metadata"`
-	Error    *struct{ Code string `json:"code"` } `json:"error"`
+	Error    *struct {
+		Code string `json:"code"`
+	} `json:"error"`
 }
 
 // readStream decodes an SSE body; it fails unless it ends with exactly one
