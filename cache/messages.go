@@ -35,11 +35,16 @@ func appendClones(dst, src []runtime.Message) []runtime.Message {
 	return dst
 }
 
+// spare is the room a copy leaves after its messages, so that a run, which
+// owns the copy it loaded, appends a turn's messages without copying the
+// whole transcript again.
+const spare = 8
+
 // cloneMessages returns a deep copy of src; nil for an empty src, so that a
 // session never written loads with nil Messages from every backend.
 func cloneMessages(src []runtime.Message) []runtime.Message {
 	if len(src) == 0 {
 		return nil
 	}
-	return appendClones(make([]runtime.Message, 0, len(src)), src)
+	return appendClones(make([]runtime.Message, 0, len(src)+spare), src)
 }

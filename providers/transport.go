@@ -41,9 +41,18 @@ type propagator struct {
 
 // RoundTrip injects, then sends.
 func (p propagator) RoundTrip(req *http.Request) (*http.Response, error) {
-	// A RoundTripper must not modify the caller's request.
+	// A RoundTripper must not modify the caller's request, so the request
+	// is cloned, but only when there is something to inject: without a
+	// trace or baggage in the context (tracing off) there is not.
+	h := propagation.HeaderCarrier{}
+	p.prop.Inject(req.Context(), h)
+	if len(h) == 0 {
+		return p.next.RoundTrip(req)
+	}
 	req = req.Clone(req.Context())
-	p.prop.Inject(req.Context(), propagation.HeaderCarrier(req.Header))
+	for k, v := range h {
+		req.Header[k] = v
+	}
 	return p.next.RoundTrip(req)
 }
 

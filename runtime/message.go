@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"unicode/utf8"
 )
 
 // Message is one OpenAI chat message as kept in a transcript. A routing note
@@ -98,6 +99,14 @@ func (m *Message) UnmarshalJSON(b []byte) error {
 	switch {
 	case len(c) == 0 || bytes.Equal(c, jsonNull):
 	case c[0] == '"':
+		// Most content has no escapes: then the text is the bytes between
+		// the quotes (the decoder has checked the JSON already), and a
+		// second decoding pass is saved. Invalid UTF-8 still goes through
+		// the decoder, which replaces it.
+		if raw := c[1 : len(c)-1]; bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
+			m.Content = string(raw)
+			return nil
+		}
 		return json.Unmarshal(c, &m.Content)
 	case c[0] == '[':
 		var parts []struct {

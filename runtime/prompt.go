@@ -1,6 +1,9 @@
 package runtime
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // providerMessages builds the messages of a provider call from a transcript
 // (CONTRACT §4.5): one leading system message made of the agent's
@@ -13,9 +16,10 @@ func providerMessages(instructions string, transcript []Message) []Message {
 	var sys strings.Builder
 	sys.WriteString(instructions)
 	// The assistant message whose tool calls are still being answered, and
-	// the ids of its calls with no result yet.
+	// the ids of its calls with no result yet. A turn has few calls, so a
+	// slice beats a map, and a long transcript makes no map per turn.
 	open := -1
-	var pending map[string]bool
+	var pending []string
 	closeOpen := func() {
 		if open < 0 {
 			return
@@ -26,7 +30,7 @@ func providerMessages(instructions string, transcript []Message) []Message {
 				out = append(out[:open], out[open+1:]...)
 			}
 		}
-		open, pending = -1, nil
+		open, pending = -1, pending[:0]
 	}
 	for i := range transcript {
 		m := &transcript[i]
@@ -37,19 +41,24 @@ func providerMessages(instructions string, transcript []Message) []Message {
 			}
 			sys.WriteString(m.Content)
 		case m.Role == RoleTool:
-			if open < 0 || !pending[m.ToolCallID] {
+			j := -1
+			if open >= 0 {
+				j = slices.Index(pending, m.ToolCallID)
+			}
+			if j < 0 {
 				continue // a result without its call: dropped
 			}
-			delete(pending, m.ToolCallID)
+			pending = slices.Delete(pending, j, j+1)
 			out = append(out, *m)
 		default:
 			closeOpen()
 			out = append(out, *m)
 			if m.Role == RoleAssistant && len(m.ToolCalls) > 0 {
 				open = len(out) - 1
-				pending = make(map[string]bool, len(m.ToolCalls))
 				for _, c := range m.ToolCalls {
-					pending[c.ID] = true
+					if !slices.Contains(pending, c.ID) {
+						pending = append(pending, c.ID)
+					}
 				}
 			}
 		}
@@ -63,10 +72,10 @@ func providerMessages(instructions string, transcript []Message) []Message {
 }
 
 // withoutCalls returns m without the tool calls whose ids are in drop.
-func withoutCalls(m Message, drop map[string]bool) Message {
+func withoutCalls(m Message, drop []string) Message {
 	kept := make([]ToolCall, 0, len(m.ToolCalls))
 	for _, c := range m.ToolCalls {
-		if !drop[c.ID] {
+		if !slices.Contains(drop, c.ID) {
 			kept = append(kept, c)
 		}
 	}

@@ -146,8 +146,10 @@ func (rn *run) inSession(ctx context.Context) (*Result, error) {
 	stop := rn.keepLease(ctx, cancel)
 	defer stop()
 
-	rn.transcript = make([]Message, 0, len(sess.Messages)+len(input)+4)
-	rn.transcript = append(append(rn.transcript, sess.Messages...), input...)
+	// The store's copy is the run's own (stores copy on the way out), so the
+	// transcript grows on it rather than on a second copy: a turn of a long
+	// session copies the history once, not twice.
+	rn.transcript = append(sess.Messages, input...)
 	rn.saved = len(sess.Messages)
 	rn.agent = activeAgent(rn.graph, sess.Messages)
 	if err := rn.checkClientTools(); err != nil {

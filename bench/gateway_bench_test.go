@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchboard-ai/switchboard/graphs"
+	"github.com/switchboard-ai/switchboard/internal/app"
+	"github.com/switchboard-ai/switchboard/providers"
+)
+
+// These benchmarks run the gateway in this process, wired as `switchboard
+// serve` wires it, in front of the fast fake upstream, so that the hot
+// paths can be profiled:
+//
+//	go test ./bench -run '^$' -bench Gateway -cpuprofile cpu.out
+//	go tool pprof -top -focus 'switchboard/(gateway|runtime|providers|cache)' cpu.out
+
+// startInProcess serves the benchmark config with store storeURL.
+func startInProcess(b *testing.B, storeURL string) string {
+	b.Helper()
+	up, err := startUpstream(time.Millisecond)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(up.close)
+	yaml := fmt.Sprintf(gatewayConfig, storeURL, up.url(), up.chargesURL())
+	cfg, err := graphs.Parse([]byte(yaml), providers.Builtin(func(string) string { return "" }), func(string) string { return "" })
+	if err != nil {
+		b.Fatal(err)
+	}
+	a, err := app.New(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewServer(a.Handler())
+	b.Cleanup(func() { srv.Close(); _ = a.Close(context.Background()) })
+	return srv.URL + "/v1/chat/completions"
+}
+
+func benchJob(b *testing.B, do job) {
+	b.Helper()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, err := do(b.Context(), 0, i); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
+
+func BenchmarkGatewayPlain(b *testing.B) {
+	url := startInProcess(b, "memory://")
+	benchJob(b, plainJob(newClient(), url, plainBody))
+}
+
+func BenchmarkGatewayStream(b *testing.B) {
+	url := startInProcess(b, "memory://")
+	benchJob(b, streamJob(newClient(), url, streamBody))
+}
+
+func BenchmarkGatewayHandoff(b *testing.B) {
+	url := startInProcess(b, "memory://")
+	benchJob(b, plainJob(newClient(), url, handoffBody))
+}
+
+// BenchmarkGatewaySession runs turns of a session that already holds
+// `turns` turns.
+func BenchmarkGatewaySession(b *testing.B) {
+	for _, store := range []string{"memory://", "redis://127.0.0.1:6379/0"} {
+		for _, turns := range []int{1, 200} {
+			b.Run(fmt.Sprintf("store=%s/turn=%d", store[:5], turns+1), func(b *testing.B) {
+				if store != "memory://" && !redisUp("127.0.0.1:6379") {
+					b.Skip("no Redis")
+				}
+				url := startInProcess(b, store)
+				c := newClient()
+				sess := 0
+				id := func() string {
+					return "bench-inproc-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-" + strconv.Itoa(sess)
+				}
+				cur := id()
+				b.Cleanup(func() {
+					// Redis keeps what the benchmark wrote unless it is deleted.
+					req, _ := http.NewRequest(http.MethodDelete, strings.TrimSuffix(url, "/chat/completions")+"/sessions/"+cur, nil)
+					if resp, err := c.Do(req); err == nil {
+						resp.Body.Close()
+					}
+				})
+				turn := func(ctx context.Context, t int) error {
+					body := []byte(`{"model":"plain","messages":[{"role":"user","content":"Turn ` + strconv.Itoa(t) + `: hello there"}]}`)
+					_, err := post(ctx, c, url, body, map[string]string{"X-Session-Id": cur})
+					return err
+				}
+				for t := 1; t <= turns; t++ {
+					if err := turn(b.Context(), t); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportAllocs()
+				t := turns
+				for b.Loop() {
+					t++
+					if err := turn(b.Context(), t); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}

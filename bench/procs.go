@@ -1,0 +1,179 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// build compiles the gateway and the reverse proxy into dir.
+func build(ctx context.Context, root, dir string) (gateway, revproxy string, err error) {
+	gateway, revproxy = filepath.Join(dir, "switchboard"), filepath.Join(dir, "revproxy")
+	for _, b := range [][2]string{{gateway, "./cmd/switchboard"}, {revproxy, "./bench/revproxy"}} {
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", b[0], b[1])
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return "", "", fmt.Errorf("go build %s: %w\n%s", b[1], err, out)
+		}
+	}
+	return gateway, revproxy, nil
+}
+
+// proc is a child process under test: a gateway or the reverse proxy.
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	base string // http://127.0.0.1:port
+	log  bytes.Buffer
+}
+
+// start runs bin with args (where "{addr}" is replaced by a free loopback
+// address) and waits until GET /metrics answers. The child gets a clean
+// environment so that no SWITCHBOARD_* or OTEL_* variable of the caller
+// changes what is measured.
+func start(name, bin string, args ...string) (*proc, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	for i, a := range args {
+		args[i] = strings.ReplaceAll(a, "{addr}", addr)
+	}
+	p := &proc{name: name, base: "http://" + addr}
+	p.cmd = exec.Command(bin, args...)
+	p.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	p.cmd.Stdout, p.cmd.Stderr = &p.log, &p.log
+	if err := p.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(p.base + "/metrics")
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return p, nil
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	p.stop()
+	return nil, fmt.Errorf("%s did not come up: %s", name, p.log.String())
+}
+
+// stop ends the process (SIGINT first, so that a gateway shuts down cleanly).
+func (p *proc) stop() {
+	if p.cmd.Process == nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(os.Interrupt)
+	done := make(chan struct{})
+	go func() { _ = p.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-done
+	}
+}
+
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("find a free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// cpu is the process's CPU time so far (user + system), summed over its
+// threads from /proc/<pid>/task/*/schedstat, which counts nanoseconds where
+// /proc/<pid>/stat counts 10 ms ticks.
+func (p *proc) cpu() (time.Duration, error) {
+	dir := fmt.Sprintf("/proc/%d/task", p.cmd.Process.Pid)
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, fmt.Errorf("read %s: %w", dir, err)
+	}
+	var total time.Duration
+	for _, t := range tasks {
+		b, err := os.ReadFile(filepath.Join(dir, t.Name(), "schedstat"))
+		if err != nil {
+			continue // the thread exited
+		}
+		f := strings.Fields(string(b))
+		if len(f) == 0 {
+			continue
+		}
+		ns, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("parse schedstat: %w", err)
+		}
+		total += time.Duration(ns)
+	}
+	return total, nil
+}
+
+// rss is the process's resident set size in bytes (VmRSS).
+func (p *proc) rss() (int64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, errors.New("no VmRSS in /proc status")
+}
+
+// metrics reads the process's /metrics in one scrape: every sample,
+// keyed by its name and labels as written (name{label="v"}).
+func (p *proc) metrics() (map[string]float64, error) {
+	resp, err := http.Get(p.base + "/metrics")
+	if err != nil {
+		return nil, fmt.Errorf("scrape %s: %w", p.name, err)
+	}
+	defer resp.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			continue
+		}
+		out[line[:i]] = v
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("scrape %s: %w", p.name, err)
+	}
+	if _, ok := out[mallocs]; !ok {
+		return nil, fmt.Errorf("scrape %s: no %s", p.name, mallocs)
+	}
+	return out, nil
+}

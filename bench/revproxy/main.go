@@ -1,0 +1,52 @@
+// Command revproxy is the benchmark's baseline: a plain net/http
+// httputil.ReverseProxy that forwards every request to one upstream. It is
+// the floor of what any Go HTTP proxy costs; the gateway is measured beside
+// it. GET /metrics answers go_memstats_mallocs_total, in the same form as
+// the gateway's, so that allocations per request are read the same way.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"runtime"
+	"time"
+)
+
+func main() {
+	listen := flag.String("listen", "127.0.0.1:0", "listen address")
+	target := flag.String("upstream", "", "upstream base URL (scheme://host:port)")
+	flag.Parse()
+	u, err := url.Parse(*target)
+	if err != nil || u.Host == "" {
+		fmt.Fprintf(os.Stderr, "revproxy: bad -upstream %q\n", *target)
+		os.Exit(2)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	// The same pooling as the gateway's provider transport, so that both
+	// keep their upstream connections open under load.
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 1024, 256
+	proxy.Transport = tr
+	// Streams are passed on chunk by chunk, as the gateway does.
+	proxy.FlushInterval = -1
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		fmt.Fprintf(w, "go_memstats_mallocs_total %d\n", ms.Mallocs)
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		// Without full duplex, flushing a stream's headers can cut off the
+		// request body the transport is still copying upstream (HTTP/1.x),
+		// and the stream fails.
+		_ = http.NewResponseController(w).EnableFullDuplex()
+		proxy.ServeHTTP(w, r)
+	})
+	srv := &http.Server{Addr: *listen, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	log.Fatal(srv.ListenAndServe())
+}
