@@ -24,6 +24,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
+	"time"
 
 	"github.com/redis/go-redis/extra/redisotel/v9"
 	"github.com/redis/go-redis/v9"
@@ -38,6 +40,12 @@ type Redis struct {
 	client  redis.UniversalClient
 	scripts scripts
 	cache   *transcripts
+
+	// orphans feeds sweep the locks that failed commands may leave behind.
+	orphans chan orphan
+	done    chan struct{}
+	stop    sync.Once
+	swept   sync.WaitGroup
 }
 
 var _ runtime.Store = (*Redis)(nil)
@@ -81,7 +89,10 @@ func NewRedis(ctx context.Context, opts Options) (*Redis, error) {
 			return nil, fmt.Errorf("open redis store: trace: %w", err)
 		}
 	}
-	return &Redis{opts: opts, client: client, scripts: newScripts(), cache: newTranscripts(opts.CacheEntries)}, nil
+	s := &Redis{opts: opts, client: client, scripts: newScripts(), cache: newTranscripts(opts.CacheEntries),
+		orphans: make(chan orphan, maxOrphans), done: make(chan struct{})}
+	s.swept.Go(s.sweep)
+	return s, nil
 }
 
 // bound returns ctx limited to the store timeout.
@@ -110,6 +121,9 @@ func (s *Redis) Acquire(ctx context.Context, key runtime.SessionKey) (*runtime.S
 	defer cancel()
 	r, err := s.scripts.acquire.Run(bctx, s.client, k.list(), token, s.opts.LockLease.Milliseconds(), epoch, have).Slice()
 	if err != nil {
+		// Redis may still run the command it did not answer in time, and
+		// lock the session for a run that will never come.
+		s.abandon(k.lock, token)
 		return nil, runtime.Lease{}, fail(ctx, op, err)
 	}
 	if ok, err := reply(r).ok(); err != nil {
@@ -286,6 +300,7 @@ func (s *Redis) Release(ctx context.Context, key runtime.SessionKey, lease runti
 	bctx, cancel := s.bound(ctx)
 	defer cancel()
 	if err := s.scripts.release.Run(bctx, s.client, []string{keysFor(key).lock}, lease.Token).Err(); err != nil {
+		s.abandon(keysFor(key).lock, lease.Token)
 		return fail(ctx, "release session", err)
 	}
 	return nil
@@ -318,8 +333,77 @@ func (s *Redis) Ping(ctx context.Context) error {
 
 // Close closes the connection pool.
 func (s *Redis) Close() error {
+	s.stop.Do(func() { close(s.done) })
+	s.swept.Wait()
 	if err := s.client.Close(); err != nil && !errors.Is(err, redis.ErrClosed) {
 		return fmt.Errorf("close redis store: %w", err)
 	}
 	return nil
+}
+
+// maxOrphans bounds the locks sweep tracks; past it the lease bounds them.
+const maxOrphans = 4096
+
+// orphan is a lock a failed Acquire or Release may have left in Redis: a
+// command whose answer the store gave up on may still run once Redis
+// answers again (a stalled Redis runs what it had queued).
+type orphan struct {
+	lock, token string
+	until       time.Time // the lock has expired by itself by then
+}
+
+// abandon hands a lock to sweep; when sweep is behind, the lease bounds it.
+func (s *Redis) abandon(lock, token string) {
+	select {
+	case s.orphans <- orphan{lock: lock, token: token, until: time.Now().Add(s.opts.LockLease)}:
+	default:
+	}
+}
+
+// sweep releases orphaned locks every store timeout until their lease
+// would have run out, so that a Redis outage leaves no session busy for a
+// whole lock_lease. A release may land before the late command it undoes
+// (they use different connections), hence the repeats; releasing a token
+// no run holds is always safe.
+func (s *Redis) sweep() {
+	t := time.NewTicker(s.opts.Timeout)
+	defer t.Stop()
+	var pending []orphan
+	for {
+		select {
+		case <-s.done:
+			return
+		case o := <-s.orphans:
+			if len(pending) < maxOrphans {
+				pending = append(pending, o)
+			}
+		case <-t.C:
+			pending = s.releaseOrphans(pending)
+		}
+	}
+}
+
+// releaseOrphans releases every orphan still within its lease in one
+// round trip and returns those.
+func (s *Redis) releaseOrphans(pending []orphan) []orphan {
+	now := time.Now()
+	live := pending[:0]
+	for _, o := range pending {
+		if now.Before(o.until) {
+			live = append(live, o)
+		}
+	}
+	if len(live) == 0 {
+		return live
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.Timeout)
+	defer cancel()
+	_, _ = s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, o := range live {
+			// EVAL, not EVALSHA: a pipeline cannot fall back on NOSCRIPT.
+			s.scripts.release.Eval(ctx, p, []string{o.lock}, o.token)
+		}
+		return nil
+	})
+	return live
 }

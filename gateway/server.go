@@ -3,6 +3,7 @@
 package gateway
 
 import (
+	"context"
 	"crypto/subtle"
 	"log/slog"
 	"net/http"
@@ -45,7 +46,9 @@ type Server struct {
 	engine   *gin.Engine
 	created  int64
 	draining atomic.Bool
-	proxies  map[string]*httputil.ReverseProxy
+	// active counts /v1 requests in flight, for WaitIdle.
+	active  atomic.Int64
+	proxies map[string]*httputil.ReverseProxy
 }
 
 // New builds a Server and its routes.
@@ -75,7 +78,7 @@ func New(opts Options) *Server {
 	}
 	e.GET("/metrics", gin.WrapH(promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{})))
 
-	v1 := e.Group("/v1", s.auth)
+	v1 := e.Group("/v1", s.track, s.auth)
 	v1.POST("/chat/completions", s.chatCompletions)
 	v1.GET("/models", s.listModels)
 	v1.GET("/models/:id", s.getModel)
@@ -97,6 +100,28 @@ func (s *Server) Handler() http.Handler { return s.engine }
 // Drain makes /readyz answer 503 so that load balancers stop sending new
 // requests while open runs finish.
 func (s *Server) Drain() { s.draining.Store(true) }
+
+// WaitIdle waits until no /v1 request is in flight, or ctx is done. The
+// listener stays open meanwhile, so that probes read /readyz 503 rather
+// than a refused connection while runs and streams finish.
+func (s *Server) WaitIdle(ctx context.Context) {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for s.active.Load() > 0 {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// track counts a request in flight until it has been answered.
+func (s *Server) track(c *gin.Context) {
+	s.active.Add(1)
+	defer s.active.Add(-1)
+	c.Next()
+}
 
 // abort answers err in the OpenAI error shape.
 func (s *Server) abort(c *gin.Context, err *Error) {

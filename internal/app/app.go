@@ -110,6 +110,9 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		a.log.Info("shutting down", "drain_timeout", a.cfg.Server.DrainTimeout)
 		a.gateway.Drain()
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.Server.DrainTimeout)
+		// Shutdown closes the listener at once; keep it open until the
+		// runs in flight are done so that probes see /readyz 503.
+		a.gateway.WaitIdle(dctx)
 		if err := a.server.Shutdown(dctx); err != nil {
 			a.log.Warn("drain timed out; closing open connections", "err", err)
 			_ = a.server.Close()
