@@ -174,6 +174,7 @@ func compileProviders(raw map[string]rawProvider, builtin map[string]Provider, p
 			prov.APIKey = r.APIKey
 		}
 		prov.Timeout = duration(r.Timeout, prov.Timeout, subject+": timeout", p)
+		prov.StreamIdleTimeout = duration(r.StreamIdleTimeout, prov.StreamIdleTimeout, subject+": stream_idle_timeout", p)
 		if len(r.Headers) > 0 {
 			if prov.Headers == nil {
 				prov.Headers = map[string]string{}

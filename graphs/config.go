@@ -94,6 +94,9 @@ type rawProvider struct {
 	APIKey string `yaml:"api_key"`
 	// Timeout bounds one provider call, a Go duration; default 120s.
 	Timeout string `yaml:"timeout"`
+	// StreamIdleTimeout fails a streamed call whose provider sends nothing
+	// for this long once it has started, a Go duration; default 60s.
+	StreamIdleTimeout string `yaml:"stream_idle_timeout"`
 	// Headers are sent with every request; they are merged key by key
 	// over the built-in's headers.
 	Headers map[string]string `yaml:"headers"`

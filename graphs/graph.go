@@ -64,6 +64,9 @@ type Provider struct {
 	BaseURL string
 	APIKey  string
 	Timeout time.Duration // default 120s, per provider call
+	// StreamIdleTimeout fails a stream that stalls this long between
+	// chunks; 0 means the providers package's default (60s).
+	StreamIdleTimeout time.Duration
 	// Headers are sent with every request to this provider.
 	Headers map[string]string
 }

@@ -154,6 +154,10 @@ func newUpstream(name string, p graphs.Provider, opts Options, tracer trace.Trac
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
+	idle := opts.IdleStreamTimeout
+	if p.StreamIdleTimeout > 0 {
+		idle = p.StreamIdleTimeout
+	}
 	tr := newTransport(timeout)
 	return &upstream{
 		name:       name,
@@ -161,7 +165,7 @@ func newUpstream(name string, p graphs.Provider, opts Options, tracer trace.Trac
 		apiKey:     p.APIKey,
 		headers:    p.Headers,
 		timeout:    timeout,
-		idle:       opts.IdleStreamTimeout,
+		idle:       idle,
 		maxRetries: opts.MaxRetries,
 		baseDelay:  opts.RetryBaseDelay,
 		transport:  tr,

@@ -32,7 +32,9 @@ func TestMain(m *testing.M) {
 //   - fallback: one agent on [fake/primary, fake2/backup];
 //   - dead: one agent on a provider whose port nobody listens on;
 //   - support: triage, which hands off to billing, both on fake;
-//   - raw: one agent on a provider served by setup.raw.
+//   - raw: one agent on a provider served by setup.raw;
+//   - stall: one agent on provider stall, fake's server with a 300ms
+//     stream_idle_timeout.
 //
 // The gateway's own retry policy applies (2 retries, 250ms base delay): the
 // config has no knob for it.
@@ -54,6 +56,9 @@ providers:
   raw:
     base_url: ${RAW_URL}
     timeout: 5s
+  stall:
+    base_url: ${FAKE_URL}
+    stream_idle_timeout: 300ms
 agents:
   desk:
     description: Answers everything
@@ -71,6 +76,10 @@ agents:
     description: Talks to a hand-written upstream
     instructions: You are the scribe.
     model: raw/any
+  sleepy:
+    description: Streams from a provider that may stall
+    instructions: You are sleepy.
+    model: stall/stall-model
   triage:
     description: Routes the user
     instructions: You are triage.
@@ -91,6 +100,8 @@ graphs:
     lead: triage
   raw:
     lead: scribe
+  stall:
+    lead: sleepy
 `
 
 // rig is a gateway in front of two fake upstreams.

@@ -3,6 +3,7 @@ package upstream_test
 import (
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/switchboard-ai/switchboard/internal/fakeupstream"
 )
@@ -10,10 +11,6 @@ import (
 // A stream whose upstream connection dies after text reached the client
 // ends with an SSE error event then [DONE], and is not retried: the client
 // has already seen part of the answer.
-//
-// (A stream that stalls, rather than dies, is cut by the provider's idle
-// stream timeout, 60s and not configurable yet; the providers package tests
-// it with a short one.)
 func TestStreamDiesMidway(t *testing.T) {
 	t.Parallel()
 	r := start(t, setup{})
@@ -104,5 +101,31 @@ func TestStreamEndsWithoutDone(t *testing.T) {
 	}
 	if e := s.errorEvent(t); e == nil || e.Error.Code != "upstream_error" {
 		t.Errorf("error event %+v, want upstream_error", e)
+	}
+}
+
+// A stream that stalls after its first delta, longer than the provider's
+// stream_idle_timeout, ends with an upstream_timeout error event then
+// [DONE]; it is not retried.
+func TestStreamStallsMidway(t *testing.T) {
+	t.Parallel()
+	r := start(t, setup{})
+	r.fake.Push(
+		fakeupstream.Reply{StreamChunks: []string{"Hel", "lo"}, ChunkDelay: 3 * time.Second},
+		fakeupstream.Reply{Text: "a retry must not happen"},
+	)
+	start := time.Now()
+	s := readStream(t, r.gw.Chat(chatBody("stall", "hello", true), nil))
+	if s.text != "Hel" {
+		t.Errorf("streamed text %q, want %q", s.text, "Hel")
+	}
+	if e := s.errorEvent(t); e == nil || e.Error.Code != "upstream_timeout" {
+		t.Fatalf("error event %+v, want upstream_timeout", e)
+	}
+	if waited := time.Since(start); waited > 2500*time.Millisecond {
+		t.Errorf("the stall was cut after %v, not by the 300ms idle timeout", waited)
+	}
+	if n := len(r.fake.Requests()); n != 1 {
+		t.Errorf("upstream got %d requests, want 1", n)
 	}
 }
