@@ -9,21 +9,12 @@ import (
 	"sync"
 	"testing"
 
-	"go.uber.org/goleak"
-
 	"github.com/switchboard-ai/switchboard/internal/fakeupstream"
 	"github.com/switchboard-ai/switchboard/internal/gwtest"
+	"github.com/switchboard-ai/switchboard/internal/testenv"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		// Pooled keep-alive connections of http.DefaultClient and the
-		// gateway's transports linger briefly after a test.
-		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
-		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
-		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
-	)
-}
+func TestMain(m *testing.M) { testenv.VerifyNoLeaks(m) }
 
 // deskYAML is the support desk of the seeds, on the fake upstream: triage
 // routes to billing (with a charges tool), tech-support, refunds (behind

@@ -4,9 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"net"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -14,23 +12,13 @@ import (
 
 	"github.com/switchboard-ai/switchboard/internal/fakeupstream"
 	"github.com/switchboard-ai/switchboard/internal/gwtest"
+	"github.com/switchboard-ai/switchboard/internal/testenv"
 )
 
-// redisURL is the project's real Redis; tests skip without it, except in CI
-// where they fail loudly.
-const redisURL = "redis://127.0.0.1:6379/0"
+// redisURL is the project's real Redis.
+const redisURL = testenv.RedisURL
 
-func needRedis(t *testing.T) {
-	t.Helper()
-	c, err := net.DialTimeout("tcp", "127.0.0.1:6379", time.Second)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("Redis is not reachable on 127.0.0.1:6379 (CI=true): %v", err)
-		}
-		t.Skipf("Redis is not reachable: %v", err)
-	}
-	c.Close()
-}
+func needRedis(t *testing.T) { testenv.NeedRedis(t) }
 
 // stores runs a test on each session store.
 func stores(t *testing.T, f func(t *testing.T, storeURL string)) {

@@ -15,9 +15,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/switchboard-ai/switchboard/internal/testenv"
 )
 
 // gatewayBinary is the switchboard binary TestMain builds once for the
@@ -34,12 +35,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	gatewayBinary.path, gatewayBinary.err = buildGateway(dir)
-	goleak.VerifyTestMain(m,
-		// Pooled keep-alive connections of the test clients and the
-		// gateway's transports linger briefly after a test.
-		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
-		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
-		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
+	testenv.VerifyNoLeaks(m,
 		// go-redis probes a dead Redis from this goroutine once a pool's
 		// dials keep failing; it sees Close only after its one-second sleep.
 		goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"),
@@ -81,21 +77,11 @@ func needBinary(t *testing.T) string {
 
 // sharedRedisURL is the project's Redis; tests use it with unique session
 // ids and never signal it.
-const sharedRedisURL = "redis://127.0.0.1:6379/0"
+const sharedRedisURL = testenv.RedisURL
 
 // needRedis skips a test when the shared Redis is unreachable, except in CI
 // where it fails loudly.
-func needRedis(t *testing.T) {
-	t.Helper()
-	c, err := net.DialTimeout("tcp", "127.0.0.1:6379", time.Second)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("Redis is not reachable on 127.0.0.1:6379 (CI=true): %v", err)
-		}
-		t.Skipf("Redis is not reachable: %v", err)
-	}
-	c.Close()
-}
+func needRedis(t *testing.T) { testenv.NeedRedis(t) }
 
 // freePort returns a loopback port nothing listens on right now.
 func freePort(t *testing.T) int {

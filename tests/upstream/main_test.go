@@ -5,27 +5,16 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"slices"
 	"strings"
 	"testing"
-	"time"
-
-	"go.uber.org/goleak"
 
 	"github.com/switchboard-ai/switchboard/internal/fakeupstream"
 	"github.com/switchboard-ai/switchboard/internal/gwtest"
+	"github.com/switchboard-ai/switchboard/internal/testenv"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		// Pooled keep-alive connections of http.DefaultClient and the
-		// gateway's transports linger briefly after a test.
-		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
-		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
-		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
-	)
-}
+func TestMain(m *testing.M) { testenv.VerifyNoLeaks(m) }
 
 // faultsYAML has three graphs over three providers:
 //   - desk: one agent on fake/desk-model;
@@ -287,14 +276,7 @@ func stores(t *testing.T, f func(t *testing.T, storeURL string)) {
 	})
 	t.Run("redis", func(t *testing.T) {
 		t.Parallel()
-		c, err := net.DialTimeout("tcp", "127.0.0.1:6379", time.Second)
-		if err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("Redis is not reachable on 127.0.0.1:6379 (CI=true): %v", err)
-			}
-			t.Skipf("Redis is not reachable: %v", err)
-		}
-		c.Close()
+		testenv.NeedRedis(t)
 		f(t, redisURL)
 	})
 }
