@@ -359,3 +359,38 @@ func TestRunThatLostItsLease(t *testing.T) {
 		}
 	})
 }
+
+// A handoff whose input filter shortens the transcript below what the
+// session already holds replaces the stored transcript: late in a session,
+// and after a refused call in the same run.
+func TestFilteredHandoffLateInSession(t *testing.T) {
+	stores(t, func(t *testing.T, storeURL string) {
+		gw, fake := sessionDesk(t, storeURL,
+			fakeupstream.Reply{Text: "hello"},
+			fakeupstream.Reply{Text: "anything else?"},
+			fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("c1", "escalate_refund", `{"note":"no order"}`)}},
+			fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("c2", "escalate_refund", `{"orderId":"A-7"}`)}},
+			fakeupstream.Reply{Text: "refund confirmed"},
+		)
+		id := newSessionID(t)
+		for _, text := range []string{"hi", "more", "refund order A-7"} {
+			completion(t, gw, gwtest.User("support", text), session(id))
+		}
+		_, s := getSession(t, gw, id, nil)
+		if s.ActiveAgent != "refunds" {
+			t.Fatalf("active agent %q", s.ActiveAgent)
+		}
+		var got []string
+		for _, m := range s.Transcript {
+			got = append(got, m.Role)
+		}
+		// remove_tool_calls kept the text of the three turns, then the
+		// note and the refunds desk's answer.
+		if want := "user,assistant,user,assistant,user,system,assistant"; strings.Join(got, ",") != want {
+			t.Errorf("stored transcript %v, want %s", got, want)
+		}
+		if n := len(fake.Requests()[4].Parsed.Messages); n != 6 {
+			t.Errorf("refunds was sent %d messages, want the system prompt and 5 text messages", n)
+		}
+	})
+}

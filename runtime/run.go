@@ -273,9 +273,11 @@ func (rn *run) save(ctx context.Context) error {
 	if !rn.session {
 		return nil
 	}
-	w := Write{ActiveAgent: rn.agent.Name, Replace: rn.replace, Messages: rn.transcript[rn.saved:]}
-	if rn.replace {
-		w.Messages = rn.transcript
+	w := Write{ActiveAgent: rn.agent.Name, Replace: rn.replace, Messages: rn.transcript}
+	if !rn.replace {
+		// After a filter the transcript may be shorter than what is saved:
+		// only an append may slice it.
+		w.Messages = rn.transcript[rn.saved:]
 	}
 	if len(w.Messages) == 0 && !w.Replace {
 		return nil
