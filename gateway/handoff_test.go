@@ -281,3 +281,23 @@ func TestEnabledWhenAndHook(t *testing.T) {
 		t.Errorf("hook payload (-want +got):\n%s", diff)
 	}
 }
+
+// invalid_args says what is wrong in words a model and a person can read.
+func TestInvalidArgsMessage(t *testing.T) {
+	gw, fake, _ := desk(t,
+		fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("c1", "escalate_refund", `{"orderId": 42}`)}},
+		fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("c2", "escalate_refund", `{}`)}},
+		fakeupstream.Reply{Text: "which order?"},
+	)
+	completion(t, gw, gwtest.User("support", "refund"), nil)
+	reqs := fake.Requests()
+	for id, want := range map[string]string{"c1": "got number, want string", "c2": "missing property 'orderId'"} {
+		var e struct {
+			Error struct{ Code, Message string } `json:"error"`
+		}
+		res := toolResults(reqs[2])[id]
+		if err := json.Unmarshal([]byte(res), &e); err != nil || e.Error.Code != "invalid_args" || !strings.Contains(e.Error.Message, want) {
+			t.Errorf("%s: result %s, want invalid_args saying %q", id, res, want)
+		}
+	}
+}

@@ -85,6 +85,13 @@ func New(opts Options) *Server {
 	v1.GET("/sessions/:id", s.getSession)
 	v1.DELETE("/sessions/:id", s.deleteSession)
 	e.NoRoute(func(c *gin.Context) {
+		// Every /v1/... route needs a key, even one that does not exist:
+		// without one, nothing is told about the API.
+		if strings.HasPrefix(c.Request.URL.Path, "/v1/") {
+			if s.auth(c); c.IsAborted() {
+				return
+			}
+		}
 		s.abort(c, &Error{Status: http.StatusNotFound, Code: "not_found", Message: "no route " + c.Request.Method + " " + c.Request.URL.Path})
 	})
 	e.NoMethod(func(c *gin.Context) {

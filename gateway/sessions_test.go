@@ -295,6 +295,9 @@ func TestSessionsIsolatedPerPrincipal(t *testing.T) {
 		if r := gw.Chat(gwtest.User("support", "x"), map[string]string{"Authorization": "Bearer nope"}); r.Status != http.StatusUnauthorized {
 			t.Fatalf("wrong key: %d %s", r.Status, r.Body)
 		}
+		if r := gw.Do(context.Background(), http.MethodGet, "/v1/no-such-route", nil, nil); r.Status != http.StatusUnauthorized {
+			t.Errorf("unknown /v1 route without a key: %d %s", r.Status, r.Body)
+		}
 		if c := completion(t, gw, gwtest.User("support", "bill me"), acme); c.Metadata.AgentName != "billing" {
 			t.Fatalf("acme: %q", c.Metadata.AgentName)
 		}

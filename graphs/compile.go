@@ -174,6 +174,14 @@ func compileProviders(raw map[string]rawProvider, builtin map[string]Provider, p
 			prov.APIKey = r.APIKey
 		}
 		prov.Timeout = duration(r.Timeout, prov.Timeout, subject+": timeout", p)
+		if r.MaxRetries != nil {
+			if *r.MaxRetries < 0 || *r.MaxRetries > 10 {
+				p.addf("%s: max_retries must be between 0 and 10, got %d", subject, *r.MaxRetries)
+			} else {
+				n := *r.MaxRetries
+				prov.MaxRetries = &n
+			}
+		}
 		prov.StreamIdleTimeout = duration(r.StreamIdleTimeout, prov.StreamIdleTimeout, subject+": stream_idle_timeout", p)
 		if len(r.Headers) > 0 {
 			if prov.Headers == nil {

@@ -94,6 +94,10 @@ type rawProvider struct {
 	APIKey string `yaml:"api_key"`
 	// Timeout bounds one provider call, a Go duration; default 120s.
 	Timeout string `yaml:"timeout"`
+	// MaxRetries is how many times a call that fails before its first byte
+	// (429, 5xx, connection refused or reset) is retried, with jittered
+	// backoff; default 2, 0 never retries.
+	MaxRetries *int `yaml:"max_retries"`
 	// StreamIdleTimeout fails a streamed call whose provider sends nothing
 	// for this long once it has started, a Go duration; default 60s.
 	StreamIdleTimeout string `yaml:"stream_idle_timeout"`

@@ -64,6 +64,10 @@ type Provider struct {
 	BaseURL string
 	APIKey  string
 	Timeout time.Duration // default 120s, per provider call
+	// MaxRetries is how many times a call that fails before its first byte
+	// (429, 5xx, connection refused or reset) is retried; nil means the
+	// providers package's default (2), 0 never retries.
+	MaxRetries *int
 	// StreamIdleTimeout fails a stream that stalls this long between
 	// chunks; 0 means the providers package's default (60s).
 	StreamIdleTimeout time.Duration

@@ -415,7 +415,7 @@ graphs: {support: {lead: triage}}`,
 		{
 			name: "provider",
 			yml:  "providers: {openai: {apikey: x}}\nagents: {triage: {model: openai/m}}\ngraphs: {support: {lead: triage}}",
-			want: `config invalid: providers.openai: unknown key "apikey" (line 1); known keys: base_url, api_key, timeout, stream_idle_timeout, headers`,
+			want: `config invalid: providers.openai: unknown key "apikey" (line 1); known keys: base_url, api_key, timeout, max_retries, stream_idle_timeout, headers`,
 		},
 	}
 	for _, tt := range tests {

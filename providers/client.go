@@ -154,6 +154,10 @@ func newUpstream(name string, p graphs.Provider, opts Options, tracer trace.Trac
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
+	retries := opts.MaxRetries
+	if p.MaxRetries != nil {
+		retries = *p.MaxRetries
+	}
 	idle := opts.IdleStreamTimeout
 	if p.StreamIdleTimeout > 0 {
 		idle = p.StreamIdleTimeout
@@ -166,7 +170,7 @@ func newUpstream(name string, p graphs.Provider, opts Options, tracer trace.Trac
 		headers:    p.Headers,
 		timeout:    timeout,
 		idle:       idle,
-		maxRetries: opts.MaxRetries,
+		maxRetries: retries,
 		baseDelay:  opts.RetryBaseDelay,
 		transport:  tr,
 		// No client timeout: it would cut long streams. The call's

@@ -69,8 +69,9 @@ func parseArgs(h *graphs.Handoff, raw string) (orderedArgs, error) {
 // leafErrors flattens a validation error into short "at /path: why" lines.
 func leafErrors(ve *jsonschema.ValidationError) []string {
 	if len(ve.Causes) == 0 {
-		loc := "/" + strings.Join(ve.InstanceLocation, "/")
-		return []string{fmt.Sprintf("at %s: %v", loc, ve.ErrorKind)}
+		// The leaf's own text says where and why: "at '/orderId': got
+		// number, want string", "at '': missing property 'orderId'".
+		return []string{ve.Error()}
 	}
 	var out []string
 	for _, c := range ve.Causes {

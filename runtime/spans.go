@@ -20,9 +20,11 @@ func (rn *run) startAgent(ctx context.Context, a *graphs.Agent) {
 		span.SetAttributes(
 			genai.OperationName.String(genai.OperationInvokeAgent),
 			genai.AgentName.String(a.Name),
-			genai.ConversationID.String(rn.req.SessionID),
 			genai.Graph.String(rn.graph.Name),
 		)
+		if rn.req.SessionID != "" {
+			span.SetAttributes(genai.ConversationID.String(rn.req.SessionID))
+		}
 	}
 	rn.agentCtx, rn.agentSpan = ctx, span
 	rn.emit(Event{Kind: EventAgentStart, Agent: a.Name})

@@ -58,6 +58,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg, err := load(*config)
 	if err != nil {
+		var ce *graphs.ConfigError
+		if !errors.As(err, &ce) {
+			// A file that cannot be read is a config that is not valid.
+			err = fmt.Errorf("config invalid: %w", err)
+		}
 		fmt.Fprintln(stderr, err)
 		return 1
 	}

@@ -130,3 +130,10 @@ func TestBuiltinDemoRoutes(t *testing.T) {
 		}
 	}
 }
+
+func TestMissingConfigFile(t *testing.T) {
+	code, _, errOut := runCLI("validate", "--config", filepath.Join(t.TempDir(), "nope.yaml"))
+	if code != 1 || !strings.HasPrefix(errOut, "config invalid: ") {
+		t.Errorf("exit %d, stderr %q", code, errOut)
+	}
+}

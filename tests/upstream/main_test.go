@@ -23,7 +23,8 @@ func TestMain(m *testing.M) { testenv.VerifyNoLeaks(m) }
 //   - support: triage, which hands off to billing, both on fake;
 //   - raw: one agent on a provider served by setup.raw;
 //   - stall: one agent on provider stall, fake's server with a 300ms
-//     stream_idle_timeout.
+//     stream_idle_timeout;
+//   - oneshot: one agent on provider once, fake's server with max_retries 0.
 //
 // The gateway's own retry policy applies (2 retries, 250ms base delay): the
 // config has no knob for it.
@@ -48,6 +49,9 @@ providers:
   stall:
     base_url: ${FAKE_URL}
     stream_idle_timeout: 300ms
+  once:
+    base_url: ${FAKE_URL}
+    max_retries: 0
 agents:
   desk:
     description: Answers everything
@@ -69,6 +73,10 @@ agents:
     description: Streams from a provider that may stall
     instructions: You are sleepy.
     model: stall/stall-model
+  oneshot:
+    description: Never retried
+    instructions: You are oneshot.
+    model: once/oneshot-model
   triage:
     description: Routes the user
     instructions: You are triage.
@@ -91,6 +99,8 @@ graphs:
     lead: scribe
   stall:
     lead: sleepy
+  oneshot:
+    lead: oneshot
 `
 
 // rig is a gateway in front of two fake upstreams.

@@ -170,3 +170,15 @@ func TestProviderTimeout(t *testing.T) {
 		})
 	}
 }
+
+// max_retries: 0 turns retries off for a provider: its first failure is
+// the client's 502.
+func TestMaxRetriesZero(t *testing.T) {
+	t.Parallel()
+	r := start(t, setup{})
+	r.fake.Push(fakeupstream.Reply{Status: 500, Text: "boom"}, fakeupstream.Reply{Text: "a retry must not happen"})
+	wantError(t, r.gw.Chat(chatBody("oneshot", "hello", false), nil), http.StatusBadGateway, "upstream_error")
+	if n := len(r.fake.Requests()); n != 1 {
+		t.Errorf("upstream got %d requests, want 1", n)
+	}
+}
