@@ -308,6 +308,12 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 		}
 		rep.lengths = append(rep.lengths, sl...)
 	}
+	fmt.Fprintf(b.progress, "session length, through the reverse proxy\n")
+	pl, err := b.proxyLength(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rep.proxyLengths = pl
 	per, err := idleSessionBytes(ctx, b.o.idleSessions)
 	if err != nil {
 		return nil, err
@@ -407,6 +413,68 @@ func (b *bench) sessionLength(ctx context.Context, store string, p *proc) ([]len
 			store: store, turn: m.name, n: m.n,
 			p50:      float64(pct(st.lat, 50)) / 1e6,
 			overhead: (after.metrics[sum] - before.metrics[sum]) / dn * 1e6,
+			cpu:      float64(after.cpu-before.cpu) / float64(time.Microsecond) / float64(m.n),
+		})
+	}
+	return out, nil
+}
+
+// historyBody is the request a client without sessions sends at turn t: the
+// whole conversation so far (each earlier turn's question and the fake
+// upstream's answer), then the new question. It is what the gateway sends
+// upstream at turn t of a session, bar the agent's instructions.
+func historyBody(t int) []byte {
+	var b strings.Builder
+	b.WriteString(`{"model":"plain","messages":[`)
+	for k := 1; k <= t; k++ {
+		if k > 1 {
+			b.WriteString(`{"role":"assistant","content":"Hello! How can I help you today?"},`)
+		}
+		b.WriteString(`{"role":"user","content":"Turn ` + strconv.Itoa(k) + `: hello there, what can you do for me today?"}`)
+		if k < t {
+			b.WriteByte(',')
+		}
+	}
+	b.WriteString(`]}`)
+	return []byte(b.String())
+}
+
+// proxyLength measures turn 2 and turn 200 of a stateless client through
+// the reverse proxy, one request at a time, as many requests as the
+// session-length rows make: the same upstream bodies the gateway builds at
+// those turns, so that the proxy's growth with the body is the baseline of
+// the gateway's. Overhead is not measured (the proxy has no histogram).
+func (b *bench) proxyLength(ctx context.Context) ([]lengthResult, error) {
+	url := b.rp.base + "/v1/chat/completions"
+	var out []lengthResult
+	for _, m := range []struct {
+		name string
+		n    int
+		body []byte
+	}{
+		{"turn 2", b.o.shortSessions, historyBody(2)},
+		{"turn 200+", b.o.longSessions * b.o.longTurns, historyBody(200)},
+	} {
+		job := plainJob(b.client, url, m.body)
+		if _, err := load(ctx, 1, m.n/4, job); err != nil { // warm-up
+			return nil, fmt.Errorf("proxy %s: %w", m.name, err)
+		}
+		before, err := take(b.rp)
+		if err != nil {
+			return nil, err
+		}
+		st, err := load(ctx, 1, m.n, job)
+		if err != nil {
+			return nil, fmt.Errorf("proxy %s: %w", m.name, err)
+		}
+		after, err := take(b.rp)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, lengthResult{
+			store: "ReverseProxy (stateless client, whole history)", turn: m.name, n: m.n,
+			p50:      float64(pct(st.lat, 50)) / 1e6,
+			overhead: -1,
 			cpu:      float64(after.cpu-before.cpu) / float64(time.Microsecond) / float64(m.n),
 		})
 	}

@@ -72,9 +72,12 @@ func BenchmarkGatewayHandoff(b *testing.B) {
 	benchJob(b, plainJob(newClient(), url, handoffBody))
 }
 
-// BenchmarkGatewaySession runs turns of a session that already holds
-// `turns` turns.
+// BenchmarkGatewaySession runs turn `turns`+1 of sessions that hold
+// `turns` turns already. Each session is used for at most 25 measured turns
+// and then replaced by a fresh one (its setup turns not timed), so that the
+// session length stays about `turns`, however long the benchmark runs.
 func BenchmarkGatewaySession(b *testing.B) {
+	const measured = 25
 	for _, store := range []string{"memory://", "redis://127.0.0.1:6379/0"} {
 		for _, turns := range []int{1, 200} {
 			b.Run(fmt.Sprintf("store=%s/turn=%d", store[:5], turns+1), func(b *testing.B) {
@@ -83,33 +86,43 @@ func BenchmarkGatewaySession(b *testing.B) {
 				}
 				url := startInProcess(b, store)
 				c := newClient()
-				sess := 0
-				id := func() string {
-					return "bench-inproc-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-" + strconv.Itoa(sess)
-				}
-				cur := id()
+				prefix := "bench-inproc-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-"
+				var ids []string
 				b.Cleanup(func() {
 					// Redis keeps what the benchmark wrote unless it is deleted.
-					req, _ := http.NewRequest(http.MethodDelete, strings.TrimSuffix(url, "/chat/completions")+"/sessions/"+cur, nil)
-					if resp, err := c.Do(req); err == nil {
-						resp.Body.Close()
+					for _, id := range ids {
+						req, _ := http.NewRequest(http.MethodDelete, strings.TrimSuffix(url, "/chat/completions")+"/sessions/"+id, nil)
+						if resp, err := c.Do(req); err == nil {
+							resp.Body.Close()
+						}
 					}
 				})
-				turn := func(ctx context.Context, t int) error {
+				turn := func(ctx context.Context, id string, t int) error {
 					body := []byte(`{"model":"plain","messages":[{"role":"user","content":"Turn ` + strconv.Itoa(t) + `: hello there"}]}`)
-					_, err := post(ctx, c, url, body, map[string]string{"X-Session-Id": cur})
+					_, err := post(ctx, c, url, body, map[string]string{"X-Session-Id": id})
 					return err
 				}
-				for t := 1; t <= turns; t++ {
-					if err := turn(b.Context(), t); err != nil {
-						b.Fatal(err)
+				// fresh starts a session and makes its first `turns` turns.
+				fresh := func() string {
+					id := prefix + strconv.Itoa(len(ids))
+					ids = append(ids, id)
+					for t := 1; t <= turns; t++ {
+						if err := turn(b.Context(), id, t); err != nil {
+							b.Fatal(err)
+						}
 					}
+					return id
 				}
+				cur, t := fresh(), turns
 				b.ReportAllocs()
-				t := turns
 				for b.Loop() {
+					if t == turns+measured {
+						b.StopTimer()
+						cur, t = fresh(), turns
+						b.StartTimer()
+					}
 					t++
-					if err := turn(b.Context(), t); err != nil {
+					if err := turn(b.Context(), cur, t); err != nil {
 						b.Fatal(err)
 					}
 				}

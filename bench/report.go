@@ -13,6 +13,7 @@ type report struct {
 	o            options
 	rows         []result
 	lengths      []lengthResult
+	proxyLengths []lengthResult // the same turns' bodies through the reverse proxy
 	idleBytes    float64
 	redisSkipped bool
 }
@@ -91,10 +92,17 @@ func (r *report) markdown() string {
 	}
 
 	w("\n## Session length\n\n")
-	w("One request at a time: turn 2 of fresh sessions, and turns 200 to %d of %d long sessions (each turn adds a user message and the answer). *Overhead* is the gateway's own time per request excluding the provider call (its `switchboard_overhead_seconds` histogram: sum over count); CPU includes encoding the whole transcript for the provider, which grows with the session by nature.\n\n", 200+r.o.longTurns-1, r.o.longSessions)
+	w("One request at a time: turn 2 of fresh sessions, and turns 200 to %d of %d long sessions (each turn adds a user message and the answer). *Overhead* is the gateway's own time per request excluding the provider call (its `switchboard_overhead_seconds` histogram: sum over count); CPU includes encoding the whole transcript for the provider, which grows with the session by nature. The ReverseProxy rows send what a client without sessions would send at turns 2 and 200, the whole conversation in every request: the same upstream body the gateway builds at those turns, forwarded as is.\n\n", 200+r.o.longTurns-1, r.o.longSessions)
 	w("| store | turn | requests | p50 ms | overhead µs (mean) | CPU µs/req |\n|---|---|--:|--:|--:|--:|\n")
-	for _, l := range r.lengths {
-		w("| %s | %s | %d | %.3f | %.0f | %.0f |\n", l.store, l.turn, l.n, l.p50, l.overhead, l.cpu)
+	for _, l := range append(r.lengths[:len(r.lengths):len(r.lengths)], r.proxyLengths...) {
+		overhead := "-"
+		if l.overhead >= 0 {
+			overhead = fmt.Sprintf("%.0f", l.overhead)
+		}
+		w("| %s | %s | %d | %.3f | %s | %.0f |\n", l.store, l.turn, l.n, l.p50, overhead, l.cpu)
+	}
+	if g := r.growth(); g != "" {
+		w("\n%s The gateway's extra growth is the provider call's encoding, outside *overhead*: go-openai (the required upstream client) encodes every message with a json.Marshal of its own (`ChatCompletionMessage.MarshalJSON`), where the proxy copies bytes.\n", g)
 	}
 	w("\nMemory per idle in-memory session (one turn: two ~40-byte messages): %.0f bytes of heap. ", r.idleBytes)
 	w("The memory store keeps a session until `store.session_ttl` (default 24h) passes without a turn; expired sessions are swept every minute.\n")
@@ -116,6 +124,25 @@ func (r *report) markdown() string {
 	w("The handoff row is triage → billing → lookup_charges (an HTTP tool) → answer: three model calls and a tool call inside one request, against the same calls made one after another by the client.\n\n")
 	w("Micro-benchmarks of the hot paths: `go test -run '^$' -bench . -benchmem ./gateway ./runtime ./cache`.\n")
 	return b.String()
+}
+
+// growth compares how CPU per request grows from turn 2 to turn 200 in the
+// gateway (which decodes a stored transcript and encodes it for the
+// provider) and in the proxy (which forwards a body of the same size).
+func (r *report) growth() string {
+	if len(r.proxyLengths) != 2 || r.proxyLengths[0].cpu <= 0 {
+		return ""
+	}
+	p := r.proxyLengths
+	var b strings.Builder
+	fmt.Fprintf(&b, "CPU per request, turn 200 against turn 2: ReverseProxy %.2fx (+%.0f µs)", p[1].cpu/p[0].cpu, p[1].cpu-p[0].cpu)
+	for i := 0; i+1 < len(r.lengths); i += 2 {
+		short, long := r.lengths[i], r.lengths[i+1]
+		if short.cpu > 0 {
+			fmt.Fprintf(&b, "; gateway, %s store %.2fx (+%.0f µs)", short.store, long.cpu/short.cpu, long.cpu-short.cpu)
+		}
+	}
+	return b.String() + "."
 }
 
 // opt formats figure k, or "-" when the row has none (the direct rows).

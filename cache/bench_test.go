@@ -81,3 +81,54 @@ func benchAcquire(b *testing.B, s *Redis, size int) {
 		}
 	}
 }
+
+// BenchmarkRedisTurn makes a session turn's store calls per iteration:
+// Acquire, then a Save of the turn and the release, either as two calls
+// (three round trips in all) or as one Save with Write.Release (two).
+func BenchmarkRedisTurn(b *testing.B) {
+	for _, inSave := range []bool{false, true} {
+		b.Run(fmt.Sprintf("release-in-save=%v", inSave), func(b *testing.B) {
+			s := openRedis(b, Options{})
+			k := testKey(b, s)
+			w := runtime.Write{Messages: benchTurn(0), ActiveAgent: "triage", Release: inSave}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if i++; i%50 == 0 { // keep the session short
+					b.StopTimer()
+					if err := s.Delete(b.Context(), k); err != nil {
+						b.Fatalf("Delete: %v", err)
+					}
+					b.StartTimer()
+				}
+				_, lease, err := s.Acquire(b.Context(), k)
+				if err != nil {
+					b.Fatalf("Acquire: %v", err)
+				}
+				if _, err := s.Save(b.Context(), k, lease, w); err != nil {
+					b.Fatalf("Save: %v", err)
+				}
+				if !inSave {
+					if err := s.Release(b.Context(), k, lease); err != nil {
+						b.Fatalf("Release: %v", err)
+					}
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkCloneMessages copies a 400-message transcript, as Acquire of a
+// 200-turn session does.
+func BenchmarkCloneMessages(b *testing.B) {
+	var msgs []runtime.Message
+	for i := range 200 {
+		msgs = append(msgs, benchTurn(i)...)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if got := cloneMessages(msgs); len(got) != len(msgs) {
+			b.Fatal("short copy")
+		}
+	}
+}

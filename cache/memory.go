@@ -146,7 +146,8 @@ func (s *memSession) holds(lease runtime.Lease) bool {
 	return s != nil && s.token != "" && s.token == lease.Token
 }
 
-// Save writes w under lease and returns the new version.
+// Save writes w under lease and returns the new version; with w.Release it
+// then gives the lock back.
 func (m *Memory) Save(ctx context.Context, key runtime.SessionKey, lease runtime.Lease, w runtime.Write) (int64, error) {
 	if err := m.begin(ctx, "save"); err != nil {
 		return 0, err
@@ -165,6 +166,9 @@ func (m *Memory) Save(ctx context.Context, key runtime.SessionKey, lease runtime
 	s.agent = w.ActiveAgent
 	s.version++
 	s.expires = now.Add(m.ttl)
+	if w.Release {
+		s.token = "" // the session now has state, so it stays
+	}
 	return s.version, nil
 }
 

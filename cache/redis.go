@@ -13,10 +13,12 @@ package cache
 // Every operation is one round trip (a Lua script). A write checks the lock
 // token first (a run that lost its lease writes nothing), appends its
 // messages (or replaces the list), bumps version and refreshes session_ttl
-// on msgs and meta. Each gateway keeps an LRU of the transcripts it last saw
-// and sends Redis its cached (epoch, length): Redis answers with only the
-// newer messages, so a turn's cost does not grow with the conversation, and
-// a write by another gateway is still seen.
+// on msgs and meta; a run's last write also deletes the lock, so that a
+// turn costs two round trips (acquire, save) rather than three. Each
+// gateway keeps an LRU of the transcripts it last saw and sends Redis its
+// cached (epoch, length): Redis answers with only the newer messages, so a
+// turn's cost does not grow with the conversation, and a write by another
+// gateway is still seen.
 
 import (
 	"context"
@@ -230,22 +232,14 @@ func decodeMessages(raw []any) ([]runtime.Message, error) {
 	return msgs, nil
 }
 
-// Save writes w under lease in one round trip and returns the new version.
+// Save writes w under lease in one round trip and returns the new version;
+// with w.Release the same round trip then gives the lock back.
 func (s *Redis) Save(ctx context.Context, key runtime.SessionKey, lease runtime.Lease, w runtime.Write) (int64, error) {
 	const op = "save session"
 	k := keysFor(key)
-	replace := "0"
-	if w.Replace {
-		replace = "1"
-	}
-	args := make([]any, 0, 6+len(w.Messages))
-	args = append(args, lease.Token, s.opts.SessionTTL.Milliseconds(), replace, w.ActiveAgent, rand.Text(), rand.Text())
-	for i := range w.Messages {
-		b, err := json.Marshal(w.Messages[i])
-		if err != nil {
-			return 0, fmt.Errorf("%s: encode message %d: %w", op, i, err)
-		}
-		args = append(args, b)
+	args, err := s.saveArgs(lease, w)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", op, err)
 	}
 	bctx, cancel := s.bound(ctx)
 	defer cancel()
@@ -278,6 +272,27 @@ func (s *Redis) Save(ctx context.Context, key runtime.SessionKey, lease runtime.
 		}
 	})
 	return version, nil
+}
+
+// saveArgs returns luaSave's ARGV for w, with a fresh epoch and write id.
+func (s *Redis) saveArgs(lease runtime.Lease, w runtime.Write) ([]any, error) {
+	flag := func(b bool) string {
+		if b {
+			return "1"
+		}
+		return "0"
+	}
+	args := make([]any, 0, 7+len(w.Messages))
+	args = append(args, lease.Token, s.opts.SessionTTL.Milliseconds(), flag(w.Replace), w.ActiveAgent,
+		rand.Text(), rand.Text(), flag(w.Release))
+	for i := range w.Messages {
+		b, err := json.Marshal(w.Messages[i])
+		if err != nil {
+			return nil, fmt.Errorf("encode message %d: %w", i, err)
+		}
+		args = append(args, b)
+	}
+	return args, nil
 }
 
 // Renew extends lease by the store's lock lease.

@@ -180,3 +180,45 @@ func TestRedisDeleteReleasesLock(t *testing.T) {
 		t.Fatalf("Load after Delete: %v, want ErrNotFound", err)
 	}
 }
+
+// TestRedisSaveRetryAfterRelease runs one releasing save's script twice, as
+// go-redis does when a connection breaks after Redis ran a command: the
+// retry must report the write that happened, not a lost lease, and must not
+// write it again.
+func TestRedisSaveRetryAfterRelease(t *testing.T) {
+	s := openRedis(t, Options{})
+	k := testKey(t, s)
+	_, lease, err := s.Acquire(t.Context(), k)
+	if err != nil {
+		t.Fatalf("Acquire: %v", err)
+	}
+	msgs := []runtime.Message{{Role: runtime.RoleUser, Content: "hi"}, {Role: runtime.RoleAssistant, Content: "hello"}}
+	args, err := s.saveArgs(lease, runtime.Write{Messages: msgs, ActiveAgent: "triage", Release: true})
+	if err != nil {
+		t.Fatalf("saveArgs: %v", err)
+	}
+	want := []any{int64(1), int64(1), nil, int64(2), int64(0)} // epoch aside
+	for try := range 2 {
+		got, err := s.scripts.save.Run(t.Context(), s.client, keysFor(k).list(), args...).Slice()
+		if err != nil {
+			t.Fatalf("save script, run %d: %v", try+1, err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("save script, run %d = %v, want %v", try+1, got, want)
+		}
+		got[2] = nil
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("save script, run %d mismatch (-want +got):\n%s", try+1, diff)
+		}
+	}
+	if n, err := s.client.Exists(t.Context(), keysFor(k).lock).Result(); err != nil || n != 0 {
+		t.Errorf("lock keys after a released save = %d, %v; want 0", n, err)
+	}
+	got, err := s.Load(t.Context(), k)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if diff := cmp.Diff(&runtime.Session{Messages: msgs, ActiveAgent: "triage", Version: 1}, got); diff != "" {
+		t.Errorf("Load mismatch (-want +got):\n%s", diff)
+	}
+}

@@ -14,7 +14,9 @@ import (
 //
 // Every script is safe to run twice (go-redis retries a command whose
 // connection broke, even after Redis ran it): Acquire accepts a lock that
-// already holds its own token, and Save skips a write id it already applied.
+// already holds its own token, Save skips a write id it already applied
+// (even once that save released the lock), and Renew and Release compare
+// the token first.
 
 // luaRead is shared by acquire and load. It returns the session's state,
 // sending only the messages the caller lacks: when the caller's cached epoch
@@ -50,25 +52,33 @@ return read(ARGV[1], tonumber(ARGV[2])) or {0}
 `
 
 // luaSave: ARGV = token, session ttl ms, replace ("1" or "0"), active agent,
-// a fresh epoch (used when the session is new or replaced), write id, then
-// the messages as JSON. Returns {0} when the lease is lost (nothing written),
-// else {1, version, epoch, len, index of the first message written}.
+// a fresh epoch (used when the session is new or replaced), write id,
+// release ("1" or "0"), then the messages as JSON. Returns {0} when the lease
+// is lost (nothing written), else {1, version, epoch, len, index of the first
+// message written}. With release set the lock is deleted after the write, so
+// that a run's last save and its release are one round trip.
 // A list that disagrees with meta's len (evicted under memory pressure)
 // starts a new epoch so that no cache trusts it.
+//
+// The write id, unique to one Save call, is checked before the lock: a retry
+// of a save that already ran answers as the first run did even though that
+// run released the lock (a retry after the lock check would read {0}, a lost
+// lease, for a write that happened). Nothing is deleted on a retry: the first
+// run did release, and the lock may since be another run's.
 const luaSave = `
-if redis.call('GET', KEYS[3]) ~= ARGV[1] then return {0} end
-local count = #ARGV - 6
+local count = #ARGV - 7
 local meta = redis.call('HMGET', KEYS[2], 'version', 'epoch', 'len', 'write')
 if meta[4] == ARGV[6] then
   local n = tonumber(meta[3])
   return {1, tonumber(meta[1]), meta[2], n, n - count}
 end
+if redis.call('GET', KEYS[3]) ~= ARGV[1] then return {0} end
 local epoch = meta[2]
 if ARGV[3] == '1' or not epoch or tonumber(meta[3]) ~= redis.call('LLEN', KEYS[1]) then
   redis.call('DEL', KEYS[1])
   epoch = ARGV[5]
 end
-for i = 7, #ARGV, 1000 do
+for i = 8, #ARGV, 1000 do
   redis.call('RPUSH', KEYS[1], unpack(ARGV, i, math.min(i + 999, #ARGV)))
 end
 local n = redis.call('LLEN', KEYS[1])
@@ -76,6 +86,7 @@ local version = redis.call('HINCRBY', KEYS[2], 'version', 1)
 redis.call('HSET', KEYS[2], 'agent', ARGV[4], 'epoch', epoch, 'len', n, 'write', ARGV[6])
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 redis.call('PEXPIRE', KEYS[2], ARGV[2])
+if ARGV[7] == '1' then redis.call('DEL', KEYS[3]) end
 return {1, version, epoch, n, n - count}
 `
 

@@ -3,7 +3,9 @@ package gateway
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
@@ -11,23 +13,18 @@ import (
 	"github.com/switchboard-ai/switchboard/runtime"
 )
 
-// chunk is one chat.completion.chunk event.
-type chunk struct {
-	ID       string         `json:"id"`
-	Object   string         `json:"object"`
-	Created  int64          `json:"created"`
-	Model    string         `json:"model"`
-	Choices  []chunkChoice  `json:"choices"`
-	Usage    *runtime.Usage `json:"usage,omitempty"`
-	Metadata chunkMetadata  `json:"metadata"`
-}
+// A stream's chunks are chat.completion.chunk events:
+//
+//	{"id":..,"object":"chat.completion.chunk","created":..,"model":..,
+//	 "choices":[{"index":0,"delta":{..},"finish_reason":..}],"usage":{..},"metadata":{..}}
+//
+// sse.write encodes them by appending to a buffer the stream reuses, in the
+// field order and escaping of encoding/json (stream_internal_test.go checks
+// it against json.Marshal): a streamed answer is many small chunks, and
+// reflection and a fresh buffer per delta showed in the time to first token.
 
-type chunkChoice struct {
-	Index        int        `json:"index"`
-	Delta        chunkDelta `json:"delta"`
-	FinishReason *string    `json:"finish_reason"`
-}
-
+// chunkDelta is a chunk's delta: its fields are omitted when empty, content
+// when nil.
 type chunkDelta struct {
 	Role      string           `json:"role,omitempty"`
 	Content   *string          `json:"content,omitempty"`
@@ -62,6 +59,7 @@ type sse struct {
 	agent    string
 	started  bool
 	sentRole bool
+	buf      []byte // the event being sent, reused from chunk to chunk
 }
 
 // stream runs a graph and renders its events as chunks.
@@ -131,25 +129,139 @@ func (s *Server) stream(c *gin.Context, g *graphs.Graph, rreq *runtime.Request, 
 
 // write sends one chunk; a usage chunk has no choices.
 func (w *sse) write(d chunkDelta, finish *string, meta chunkMetadata, usage *runtime.Usage) {
-	ch := chunk{ID: w.id, Object: "chat.completion.chunk", Created: w.created, Model: w.model, Metadata: meta, Usage: usage}
-	if usage == nil {
-		ch.Choices = []chunkChoice{{Delta: d, FinishReason: finish}}
-	} else {
-		ch.Choices = []chunkChoice{}
+	b, err := appendChunk(append(w.buf[:0], "data: "...), w.id, w.created, w.model, d, finish, meta, usage)
+	if err != nil {
+		return
 	}
-	w.event(ch)
+	w.buf = append(b, "\n\n"...)
+	w.send(w.buf)
 }
 
-// event writes one `data:` event and flushes it.
+// appendChunk appends one chunk's JSON to b. Only tool calls, in the last
+// chunk of a run, go through encoding/json.
+func appendChunk(b []byte, id string, created int64, model string, d chunkDelta, finish *string, meta chunkMetadata, usage *runtime.Usage) ([]byte, error) {
+	b = append(b, `{"id":`...)
+	b = appendJSONString(b, id)
+	b = append(b, `,"object":"chat.completion.chunk","created":`...)
+	b = strconv.AppendInt(b, created, 10)
+	b = append(b, `,"model":`...)
+	b = appendJSONString(b, model)
+	if usage != nil {
+		b = append(b, `,"choices":[],"usage":{"prompt_tokens":`...)
+		b = strconv.AppendInt(b, int64(usage.PromptTokens), 10)
+		b = append(b, `,"completion_tokens":`...)
+		b = strconv.AppendInt(b, int64(usage.CompletionTokens), 10)
+		b = append(b, `,"total_tokens":`...)
+		b = strconv.AppendInt(b, int64(usage.TotalTokens), 10)
+		b = append(b, '}')
+	} else {
+		b = append(b, `,"choices":[{"index":0,"delta":{`...)
+		sep := ""
+		if d.Role != "" {
+			b = append(b, `"role":`...)
+			b = appendJSONString(b, d.Role)
+			sep = ","
+		}
+		if d.Content != nil {
+			b = append(append(b, sep...), `"content":`...)
+			b = appendJSONString(b, *d.Content)
+			sep = ","
+		}
+		if len(d.ToolCalls) > 0 {
+			calls, err := json.Marshal(d.ToolCalls)
+			if err != nil {
+				return nil, err
+			}
+			b = append(append(append(b, sep...), `"tool_calls":`...), calls...)
+		}
+		b = append(b, `},"finish_reason":`...)
+		if finish == nil {
+			b = append(b, "null"...)
+		} else {
+			b = appendJSONString(b, *finish)
+		}
+		b = append(b, "}]"...)
+	}
+	b = append(b, `,"metadata":{"agentName":`...)
+	b = appendJSONString(b, meta.AgentName)
+	for _, f := range [...]struct{ key, v string }{
+		{`,"sessionId":`, meta.SessionID}, {`,"event":`, meta.Event}, {`,"from":`, meta.From},
+		{`,"to":`, meta.To}, {`,"toolCallId":`, meta.ToolCallID},
+	} {
+		if f.v != "" {
+			b = appendJSONString(append(b, f.key...), f.v)
+		}
+	}
+	return append(b, "}}"...), nil
+}
+
+// hexDigits are the digits of \u escapes.
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s as a JSON string exactly as encoding/json
+// writes it: <, > and & escaped as \u003c, \u003e and \u0026, U+2028 and
+// U+2029 escaped, and each invalid UTF-8 byte replaced by \ufffd.
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default: // other control bytes, <, > and &
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(append(b, s[start:i]...), `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(append(b, s[start:i]...), '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	return append(append(b, s[start:]...), '"')
+}
+
+// event writes v as one `data:` event (errors, which are rare, use it).
 func (w *sse) event(v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return
 	}
+	w.buf = append(append(append(w.buf[:0], "data: "...), b...), "\n\n"...)
+	w.send(w.buf)
+}
+
+// send writes one whole event and flushes it, so that it leaves at once.
+func (w *sse) send(event []byte) {
 	w.begin()
-	buf := make([]byte, 0, len(b)+8)
-	buf = append(append(append(buf, "data: "...), b...), "\n\n"...)
-	_, _ = w.c.Writer.Write(buf)
+	_, _ = w.c.Writer.Write(event)
 	w.c.Writer.Flush()
 }
 

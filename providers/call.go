@@ -22,7 +22,9 @@ import (
 // cancelling the call's context with a cause, which is how a provider
 // timeout is told from the caller going away.
 func (u *upstream) Chat(ctx context.Context, req *runtime.ChatRequest, onDelta func(string)) (*runtime.ChatResponse, error) {
-	oreq, patch := toOpenAI(req)
+	buf := u.msgBufs.get()
+	defer u.msgBufs.put(buf)
+	oreq, patch := toOpenAI(req, buf)
 	callCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	deadline := time.AfterFunc(u.timeout, func() { cancel(errFirstByteTimeout) })

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 
 	openai "github.com/sashabaranov/go-openai"
 
@@ -19,12 +21,14 @@ const emptyObjectSchema = `{"type":"object","properties":{}}`
 
 // toOpenAI converts a runtime request to go-openai's, plus the patch that
 // fixes what go-openai's struct cannot say (see bodyPatch); the patch is nil
-// when none is needed, which is the common case.
-func toOpenAI(req *runtime.ChatRequest) (openai.ChatCompletionRequest, *bodyPatch) {
+// when none is needed, which is the common case. The messages are built in
+// buf's memory (see messageBuffers).
+func toOpenAI(req *runtime.ChatRequest, buf *[]openai.ChatCompletionMessage) (openai.ChatCompletionRequest, *bodyPatch) {
 	var patch bodyPatch
+	*buf = slices.Grow((*buf)[:0], len(req.Messages))[:len(req.Messages)]
 	out := openai.ChatCompletionRequest{
 		Model:    req.Model.Model,
-		Messages: make([]openai.ChatCompletionMessage, len(req.Messages)),
+		Messages: *buf,
 	}
 	for i := range req.Messages {
 		out.Messages[i] = toOpenAIMessage(&req.Messages[i], i, &patch)
@@ -53,6 +57,29 @@ func toOpenAI(req *runtime.ChatRequest) (openai.ChatCompletionRequest, *bodyPatc
 		return out, nil
 	}
 	return out, &patch
+}
+
+// messageBuffers reuses go-openai message lists from call to call: in a long
+// session a fresh list per call is a large allocation (about 150 bytes a
+// message) that the garbage collector must sweep every turn. go-openai
+// encodes the request while the call is made and keeps nothing of it after,
+// so a list is free again once Chat returns. The zero value is ready to use.
+type messageBuffers struct{ pool sync.Pool }
+
+// get returns a list to convert into.
+func (b *messageBuffers) get() *[]openai.ChatCompletionMessage {
+	if buf, ok := b.pool.Get().(*[]openai.ChatCompletionMessage); ok {
+		return buf
+	}
+	return new([]openai.ChatCompletionMessage)
+}
+
+// put clears buf, so that an idle list holds no transcript alive, and pools
+// it.
+func (b *messageBuffers) put(buf *[]openai.ChatCompletionMessage) {
+	clear(*buf)
+	*buf = (*buf)[:0]
+	b.pool.Put(buf)
 }
 
 // toOpenAIMessage converts message i.

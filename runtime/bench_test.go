@@ -32,8 +32,9 @@ func BenchmarkProviderMessages(b *testing.B) {
 		t := benchTranscript(turns)
 		b.Run(fmt.Sprintf("messages=%d", len(t)), func(b *testing.B) {
 			b.ReportAllocs()
+			var buf []Message
 			for b.Loop() {
-				if out := providerMessages("You are a helpful assistant.", t); len(out) == 0 {
+				if out := providerMessages(&buf, "You are a helpful assistant.", t); len(out) == 0 {
 					b.Fatal("no messages")
 				}
 			}

@@ -9,8 +9,10 @@ import (
 // callModel makes the current agent's next model call: its model, then its
 // fallbacks in order while a call fails before any text reached the client.
 func (rn *run) callModel(ctx context.Context) (*ChatResponse, error) {
+	buf := rn.messageBuffer()
+	defer rn.recycle(buf)
 	req := &ChatRequest{
-		Messages: providerMessages(rn.agent.Instructions, rn.transcript),
+		Messages: providerMessages(buf, rn.agent.Instructions, rn.transcript),
 		Tools:    rn.offered(),
 		Params:   rn.req.Params,
 		Stream:   rn.req.Stream,
@@ -72,4 +74,23 @@ func (rn *run) offered() []ToolDef {
 	}
 	rn.offer = out
 	return out
+}
+
+// messageBuffer returns a provider message list to build a call's messages
+// in, reused from an earlier call when there is one: in a long session a
+// fresh list per call is a large allocation every turn.
+func (r *Runner) messageBuffer() *[]Message {
+	if buf, ok := r.msgBufs.Get().(*[]Message); ok {
+		return buf
+	}
+	return new([]Message)
+}
+
+// recycle pools buf once the call is over; a Model keeps nothing of its
+// request after Chat returns (see Model). It is cleared first so that an
+// idle list holds no transcript alive.
+func (r *Runner) recycle(buf *[]Message) {
+	clear(*buf)
+	*buf = (*buf)[:0]
+	r.msgBufs.Put(buf)
 }

@@ -78,6 +78,8 @@ type Model interface {
 	// deltas of a streamed call in order. Errors wrap ErrUpstream or
 	// ErrUpstreamTimeout (or ctx.Err() when the caller went away). Retries
 	// before the first byte are the Model's business; fallbacks are the run's.
+	// req is the caller's: its slices are reused once Chat returns, so a
+	// Model must neither change them nor keep them past the call.
 	Chat(ctx context.Context, req *ChatRequest, onDelta func(text string)) (*ChatResponse, error)
 }
 
@@ -117,6 +119,11 @@ type Write struct {
 	Messages    []Message
 	Replace     bool
 	ActiveAgent string
+	// Release releases the lock in the same round trip, after the write, as
+	// a Release with the same lease would: a run's last save need not wait
+	// for a second call. A Release after it is a no-op. When Save fails
+	// the lock may still be held, so the caller releases it as usual.
+	Release bool
 }
 
 // Store keeps sessions. Every method is bounded by the store's own timeout

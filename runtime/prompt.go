@@ -11,8 +11,14 @@ import (
 // developer message of the transcript in order; then the other messages in
 // order, cleaned so that every tool result follows its call and every call
 // has its result. Local models' chat templates reject anything else.
-func providerMessages(instructions string, transcript []Message) []Message {
-	out := make([]Message, 1, len(transcript)+1)
+//
+// The messages are built in the memory of *buf, grown as needed and left in
+// *buf, so that a caller can reuse it: a long session's call then copies its
+// history into memory it already has rather than into a fresh large slice,
+// which the garbage collector would have to sweep and scavenge every turn.
+func providerMessages(buf *[]Message, instructions string, transcript []Message) []Message {
+	out := append((*buf)[:0], Message{})
+	defer func() { *buf = out }()
 	var sys strings.Builder
 	sys.WriteString(instructions)
 	// The assistant message whose tool calls are still being answered, and
@@ -27,7 +33,9 @@ func providerMessages(instructions string, transcript []Message) []Message {
 		if len(pending) > 0 {
 			out[open] = withoutCalls(out[open], pending)
 			if out[open].Content == "" && len(out[open].Parts) == 0 && len(out[open].ToolCalls) == 0 {
-				out = append(out[:open], out[open+1:]...)
+				// Delete zeroes the element it frees, so that a reused
+				// buffer keeps nothing past its length.
+				out = slices.Delete(out, open, open+1)
 			}
 		}
 		open, pending = -1, pending[:0]

@@ -59,6 +59,15 @@ func TestProviderMessages(t *testing.T) {
 			},
 		},
 		{
+			name:         "a last call without its result is dropped with its empty assistant",
+			instructions: "I",
+			in: []Message{
+				{Role: RoleUser, Content: "hi"},
+				{Role: RoleAssistant, ToolCalls: []ToolCall{call("c", "f")}},
+			},
+			want: []Message{{Role: RoleSystem, Content: "I"}, {Role: RoleUser, Content: "hi"}},
+		},
+		{
 			name:         "a routing note between a call and its result does not break the pair",
 			instructions: "I",
 			in: []Message{
@@ -80,7 +89,7 @@ func TestProviderMessages(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := providerMessages(tt.instructions, tt.in)
+			got := providerMessages(new([]Message), tt.instructions, tt.in)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("providerMessages (-want +got):\n%s", diff)
 			}
@@ -91,4 +100,24 @@ func TestProviderMessages(t *testing.T) {
 			}
 		})
 	}
+	// A run reuses one buffer for call after call: each call must see only
+	// its own messages, and nothing may be left past the buffer's length
+	// (a pooled buffer must not keep a transcript alive).
+	t.Run("one buffer reused", func(t *testing.T) {
+		var buf []Message
+		for range 2 {
+			for _, tt := range tests {
+				got := providerMessages(&buf, tt.instructions, tt.in)
+				if diff := cmp.Diff(tt.want, got); diff != "" {
+					t.Errorf("%s: providerMessages (-want +got):\n%s", tt.name, diff)
+				}
+				for i, m := range buf[len(buf):cap(buf)] {
+					if !cmp.Equal(m, Message{}) {
+						t.Errorf("%s: buffer holds %+v at %d, past its length %d", tt.name, m, len(buf)+i, len(buf))
+					}
+				}
+				clear(buf) // as recycle does
+			}
+		}
+	})
 }

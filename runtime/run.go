@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -37,6 +38,9 @@ type Runner struct {
 	tracer  trace.Tracer
 	metrics Metrics
 	log     *slog.Logger
+	// msgBufs holds *[]Message: provider message lists, cleared, for the
+	// next model call to reuse (see providerMessages).
+	msgBufs sync.Pool
 }
 
 // New returns a Runner.
@@ -91,10 +95,11 @@ type run struct {
 	usage           Usage
 	external        time.Duration // spent in providers, tools and hooks
 
-	session bool
-	key     SessionKey
-	lease   Lease
-	version int64
+	session  bool
+	key      SessionKey
+	lease    Lease
+	version  int64
+	released bool // the last save gave the lock back
 
 	agentCtx  context.Context
 	agentSpan trace.Span
@@ -136,6 +141,9 @@ func (rn *run) inSession(ctx context.Context) (*Result, error) {
 	}
 	rn.lease, rn.version = lease, sess.Version
 	defer func() {
+		if rn.released {
+			return // the last save released the lock in its own round trip
+		}
 		// The lock goes back even when the client has gone away.
 		if err := rn.opts.Store.Release(context.WithoutCancel(ctx), rn.key, lease); err != nil {
 			rn.log.Warn("release session", "session", rn.key.ID, "err", err)
@@ -156,7 +164,9 @@ func (rn *run) inSession(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	res, err := rn.loop(ctx)
-	if errors.Is(context.Cause(ctx), ErrLeaseLost) {
+	// Once the last save released the lock a renewal finds it gone and
+	// cancels ctx; the run had already ended with its work stored.
+	if !rn.released && errors.Is(context.Cause(ctx), ErrLeaseLost) {
 		return nil, fmt.Errorf("run stopped: %w", ErrLeaseLost)
 	}
 	return res, err
@@ -243,16 +253,17 @@ func (rn *run) loop(ctx context.Context) (res *Result, err error) {
 			out.handoff = nil
 		}
 		if out.clientCalls == nil {
-			if err := rn.save(ctx); err != nil {
+			if err := rn.save(ctx, false); err != nil {
 				return nil, err
 			}
 		}
 	}
 }
 
-// finish saves the last step and builds the result.
+// finish saves the last step, giving the session's lock back in the same
+// round trip, and builds the result.
 func (rn *run) finish(ctx context.Context, msg Message, reason string) (*Result, error) {
-	if err := rn.save(ctx); err != nil {
+	if err := rn.save(ctx, true); err != nil {
 		return nil, err
 	}
 	if reason == "" {
@@ -268,12 +279,15 @@ func (rn *run) finish(ctx context.Context, msg Message, reason string) (*Result,
 	}, nil
 }
 
-// save writes what the run added since the last save, as one step.
-func (rn *run) save(ctx context.Context) error {
+// save writes what the run added since the last save, as one step. The
+// run's last save (last set) has the store release the lock with the write,
+// which saves a round trip to it; when there is nothing to write, or the
+// write fails, the lock stays for inSession to release.
+func (rn *run) save(ctx context.Context, last bool) error {
 	if !rn.session {
 		return nil
 	}
-	w := Write{ActiveAgent: rn.agent.Name, Replace: rn.replace, Messages: rn.transcript}
+	w := Write{ActiveAgent: rn.agent.Name, Replace: rn.replace, Messages: rn.transcript, Release: last}
 	if !rn.replace {
 		// After a filter the transcript may be shorter than what is saved:
 		// only an append may slice it.
@@ -286,7 +300,7 @@ func (rn *run) save(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("save session: %w", err)
 	}
-	rn.version, rn.saved, rn.replace = v, len(rn.transcript), false
+	rn.version, rn.saved, rn.replace, rn.released = v, len(rn.transcript), false, last
 	return nil
 }
 

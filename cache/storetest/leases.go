@@ -39,6 +39,34 @@ func testBusy(t *testing.T, open NewStore) {
 	wantErr(t, "Load after a refused Save", err, runtime.ErrNotFound)
 }
 
+// testReleasingSave checks a save that releases the lock in the same call:
+// the next run gets in at once, and the releasing run can neither write again
+// nor, by releasing late, free the next run's lock.
+func testReleasingSave(t *testing.T, open NewStore) {
+	a, b := open(t, defaults()), open(t, defaults())
+	k := sessionKey(t, a, "released-save")
+	_, first := acquire(t, a, k)
+	save(t, a, k, first, runtime.Write{Messages: numbered("m", 2), ActiveAgent: "triage", Release: true}, 1)
+	if err := a.Release(t.Context(), k, first); err != nil {
+		t.Fatalf("Release after a released Save: %v", err)
+	}
+
+	sess, next := acquire(t, b, k) // at once: no lease to wait out
+	if diff := cmp.Diff(&runtime.Session{Messages: numbered("m", 2), ActiveAgent: "triage", Version: 1}, sess); diff != "" {
+		t.Fatalf("Acquire after a released Save mismatch (-want +got):\n%s", diff)
+	}
+	_, err := a.Save(t.Context(), k, first, runtime.Write{Messages: numbered("late", 1), ActiveAgent: "late"})
+	wantErr(t, "Save with the lease a released Save gave back", err, runtime.ErrLeaseLost)
+	if err := a.Release(t.Context(), k, first); err != nil {
+		t.Fatalf("Release of the lease a released Save gave back: %v", err)
+	}
+	_, _, err = a.Acquire(t.Context(), k)
+	wantErr(t, "Acquire while the next run holds the lock", err, runtime.ErrBusy)
+
+	save(t, b, k, next, runtime.Write{Messages: numbered("m", 3)[2:], ActiveAgent: "billing", Release: true}, 2)
+	wantSession(t, a, k, &runtime.Session{Messages: numbered("m", 3), ActiveAgent: "billing", Version: 2})
+}
+
 func testLeaseExpiry(t *testing.T, open NewStore) {
 	cfg := defaults()
 	cfg.LockLease = 250 * time.Millisecond

@@ -60,6 +60,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"RoundTripIsExact", testRoundTrip},
 		{"CopiesInAndOut", testCopies},
 		{"SecondAcquireIsBusy", testBusy},
+		{"ReleasingSave", testReleasingSave},
 		{"ExpiredLeaseIsFenced", testLeaseExpiry},
 		{"RenewKeepsLease", testRenew},
 		{"LoadAndDelete", testLoadDelete},
