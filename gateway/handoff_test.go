@@ -301,3 +301,23 @@ func TestInvalidArgsMessage(t *testing.T) {
 		}
 	}
 }
+
+// A failing on_handoff hook is logged and traced, never fatal: the
+// handoff goes on.
+func TestFailingHookIsNotFatal(t *testing.T) {
+	fake := fakeupstream.New(t,
+		fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("c1", "transfer_to_premium", `{}`)}},
+		fakeupstream.Reply{Text: "premium desk"},
+	)
+	tools := newToolServer(t)
+	yaml := strings.Replace(deskYAML, `${TOOLS_URL}/hook`, `${TOOLS_URL}/broken-hook`, 1)
+	gw := gwtest.Start(t, yaml, map[string]string{"FAKE_URL": fake.URL, "TOOLS_URL": tools.URL})
+	body := gwtest.User("support", "hello")
+	body["metadata"] = map[string]any{"plan": "pro"}
+	if c := completion(t, gw, body, nil); c.Metadata.AgentName != "premium" || c.Text() != "premium desk" {
+		t.Fatalf("agent %q text %q", c.Metadata.AgentName, c.Text())
+	}
+	if got := tools.got("/broken-hook"); len(got) != 1 {
+		t.Errorf("hook called %d times", len(got))
+	}
+}
