@@ -102,7 +102,7 @@ func (r *report) markdown() string {
 		w("| %s | %s | %d | %.3f | %s | %.0f |\n", l.store, l.turn, l.n, l.p50, overhead, l.cpu)
 	}
 	if g := r.growth(); g != "" {
-		w("\n%s The gateway's extra growth is the provider call's encoding, outside *overhead*: go-openai (the required upstream client) encodes every message with a json.Marshal of its own (`ChatCompletionMessage.MarshalJSON`), where the proxy copies bytes.\n", g)
+		w("\n%s The provider call's encoding is outside *overhead*: go-openai (the required upstream client) encodes the request without its messages, and the gateway appends the transcript's messages into that body itself, in a pooled buffer (providers/body.go), where the proxy copies bytes.\n", g)
 	}
 	w("\nMemory per idle in-memory session (one turn: two ~40-byte messages): %.0f bytes of heap. ", r.idleBytes)
 	w("The memory store keeps a session until `store.session_ttl` (default 24h) passes without a turn; expired sessions are swept every minute.\n")

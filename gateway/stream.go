@@ -5,11 +5,11 @@ import (
 	"net/http"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/switchboard-ai/switchboard/graphs"
+	"github.com/switchboard-ai/switchboard/internal/jsonenc"
 	"github.com/switchboard-ai/switchboard/runtime"
 )
 
@@ -141,11 +141,11 @@ func (w *sse) write(d chunkDelta, finish *string, meta chunkMetadata, usage *run
 // chunk of a run, go through encoding/json.
 func appendChunk(b []byte, id string, created int64, model string, d chunkDelta, finish *string, meta chunkMetadata, usage *runtime.Usage) ([]byte, error) {
 	b = append(b, `{"id":`...)
-	b = appendJSONString(b, id)
+	b = jsonenc.AppendString(b, id)
 	b = append(b, `,"object":"chat.completion.chunk","created":`...)
 	b = strconv.AppendInt(b, created, 10)
 	b = append(b, `,"model":`...)
-	b = appendJSONString(b, model)
+	b = jsonenc.AppendString(b, model)
 	if usage != nil {
 		b = append(b, `,"choices":[],"usage":{"prompt_tokens":`...)
 		b = strconv.AppendInt(b, int64(usage.PromptTokens), 10)
@@ -159,12 +159,12 @@ func appendChunk(b []byte, id string, created int64, model string, d chunkDelta,
 		sep := ""
 		if d.Role != "" {
 			b = append(b, `"role":`...)
-			b = appendJSONString(b, d.Role)
+			b = jsonenc.AppendString(b, d.Role)
 			sep = ","
 		}
 		if d.Content != nil {
 			b = append(append(b, sep...), `"content":`...)
-			b = appendJSONString(b, *d.Content)
+			b = jsonenc.AppendString(b, *d.Content)
 			sep = ","
 		}
 		if len(d.ToolCalls) > 0 {
@@ -178,74 +178,21 @@ func appendChunk(b []byte, id string, created int64, model string, d chunkDelta,
 		if finish == nil {
 			b = append(b, "null"...)
 		} else {
-			b = appendJSONString(b, *finish)
+			b = jsonenc.AppendString(b, *finish)
 		}
 		b = append(b, "}]"...)
 	}
 	b = append(b, `,"metadata":{"agentName":`...)
-	b = appendJSONString(b, meta.AgentName)
+	b = jsonenc.AppendString(b, meta.AgentName)
 	for _, f := range [...]struct{ key, v string }{
 		{`,"sessionId":`, meta.SessionID}, {`,"event":`, meta.Event}, {`,"from":`, meta.From},
 		{`,"to":`, meta.To}, {`,"toolCallId":`, meta.ToolCallID},
 	} {
 		if f.v != "" {
-			b = appendJSONString(append(b, f.key...), f.v)
+			b = jsonenc.AppendString(append(b, f.key...), f.v)
 		}
 	}
 	return append(b, "}}"...), nil
-}
-
-// hexDigits are the digits of \u escapes.
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends s as a JSON string exactly as encoding/json
-// writes it: <, > and & escaped as \u003c, \u003e and \u0026, U+2028 and
-// U+2029 escaped, and each invalid UTF-8 byte replaced by \ufffd.
-func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default: // other control bytes, <, > and &
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(append(b, s[start:i]...), `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(append(b, s[start:i]...), '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	return append(append(b, s[start:]...), '"')
 }
 
 // event writes v as one `data:` event (errors, which are rare, use it).

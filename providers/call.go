@@ -22,9 +22,7 @@ import (
 // cancelling the call's context with a cause, which is how a provider
 // timeout is told from the caller going away.
 func (u *upstream) Chat(ctx context.Context, req *runtime.ChatRequest, onDelta func(string)) (*runtime.ChatResponse, error) {
-	buf := u.msgBufs.get()
-	defer u.msgBufs.put(buf)
-	oreq, patch := toOpenAI(req, buf)
+	oreq, patch := toOpenAI(req)
 	callCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	deadline := time.AfterFunc(u.timeout, func() { cancel(errFirstByteTimeout) })
@@ -35,7 +33,7 @@ func (u *upstream) Chat(ctx context.Context, req *runtime.ChatRequest, onDelta f
 	}
 
 	for try := 0; ; try++ {
-		a := &attempt{client: u.httpc, headers: u.headers, patch: patch, tracer: u.tracer}
+		a := &attempt{client: u.httpc, headers: u.headers, patch: patch, bodies: &u.bodies, tracer: u.tracer}
 		cfg := openai.DefaultConfig(u.apiKey)
 		cfg.BaseURL = u.baseURL
 		cfg.HTTPClient = a

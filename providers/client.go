@@ -140,7 +140,7 @@ type upstream struct {
 	httpc      *http.Client
 	tracer     trace.Tracer
 	log        *slog.Logger
-	msgBufs    messageBuffers
+	bodies     bodyBuffers
 }
 
 // newUpstream checks p and builds its client.

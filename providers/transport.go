@@ -57,13 +57,15 @@ func (p propagator) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // attempt is the HTTP doer go-openai uses for one attempt of one call. It
-// adds the provider's headers and the request's body patch, traces the
-// attempt, and remembers how the provider answered, which the retry
-// decision needs and go-openai's errors do not carry.
+// adds the provider's headers and the request's body patch (which writes
+// the messages), traces the attempt, and remembers how the provider
+// answered, which the retry decision needs and go-openai's errors do not
+// carry.
 type attempt struct {
 	client  *http.Client
 	headers map[string]string
-	patch   *bodyPatch
+	patch   *bodyPatch   // nil: the body is sent as go-openai built it
+	bodies  *bodyBuffers // where patched bodies are built
 	tracer  trace.Tracer // nil: no span
 
 	// opened is set once a 2xx answer's headers arrived: from then on the
@@ -79,9 +81,11 @@ func (a *attempt) Do(req *http.Request) (*http.Response, error) {
 		req.Header.Set(k, v)
 	}
 	if a.patch != nil {
-		if err := a.patch.apply(req); err != nil {
+		body, err := a.patch.apply(req, a.bodies)
+		if err != nil {
 			return nil, err
 		}
+		defer body.release()
 	}
 	var span trace.Span
 	if a.tracer != nil {
