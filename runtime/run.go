@@ -135,7 +135,7 @@ func (rn *run) inSession(ctx context.Context) (*Result, error) {
 	}
 	rn.session = true
 	rn.key = SessionKey{Principal: rn.req.Principal, ID: rn.req.SessionID}
-	sess, lease, err := rn.opts.Store.Acquire(ctx, rn.key)
+	sess, lease, err := rn.acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("acquire session: %w", err)
 	}
@@ -170,6 +170,31 @@ func (rn *run) inSession(ctx context.Context) (*Result, error) {
 		return nil, fmt.Errorf("run stopped: %w", ErrLeaseLost)
 	}
 	return res, err
+}
+
+// busyGrace is how long a request waits for a session's lock before it is
+// answered 409: long enough to cover a run that is just finishing (a client
+// that aborts a stream and sends its next turn at once races the aborted
+// run's release), short next to any real run.
+const busyGrace = 250 * time.Millisecond
+
+// acquire takes the session's lock, trying again for up to busyGrace while
+// another run holds it.
+func (rn *run) acquire(ctx context.Context) (*Session, Lease, error) {
+	deadline := time.Now().Add(busyGrace)
+	for {
+		sess, lease, err := rn.opts.Store.Acquire(ctx, rn.key)
+		if !errors.Is(err, ErrBusy) || time.Now().After(deadline) {
+			return sess, lease, err
+		}
+		t := time.NewTimer(20 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, Lease{}, ctx.Err()
+		case <-t.C:
+		}
+	}
 }
 
 // newInput returns the messages after the last assistant message, all of
