@@ -155,8 +155,8 @@ func TestRedisTracing(t *testing.T) {
 	}
 	for _, sp := range spans {
 		for _, a := range sp.Attributes() {
-			if strings.Contains(a.Value.Emit(), "4242") {
-				t.Errorf("span %q attribute %s holds the transcript: %s", sp.Name(), a.Key, a.Value.Emit())
+			if strings.Contains(a.Value.String(), "4242") {
+				t.Errorf("span %q attribute %s holds the transcript: %s", sp.Name(), a.Key, a.Value.String())
 			}
 		}
 	}

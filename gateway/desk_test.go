@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 
@@ -215,5 +214,3 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
-
-func hasPrefix(s, p string) bool { return strings.HasPrefix(s, p) }

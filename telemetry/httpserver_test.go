@@ -134,7 +134,7 @@ func TestServerMiddlewareSpans(t *testing.T) {
 			}
 			for k, want := range wantAttrs {
 				if got, ok := attrs[k]; !ok || got != want {
-					t.Errorf("attribute %s = %v, want %v", k, got.Emit(), want.Emit())
+					t.Errorf("attribute %s = %v, want %v", k, got.String(), want.String())
 				}
 			}
 			if _, ok := attrs["http.route"]; ok && tt.wantRoute == "" {

@@ -137,3 +137,22 @@ func TestMissingConfigFile(t *testing.T) {
 		t.Errorf("exit %d, stderr %q", code, errOut)
 	}
 }
+
+// The environment overrides of CONTRACT §1 reach the command's config.
+func TestEnvironmentOverrides(t *testing.T) {
+	t.Setenv("SWITCHBOARD_LISTEN", "127.0.0.1:18181")
+	t.Setenv("SWITCHBOARD_STORE_URL", "redis://127.0.0.1:6379/3")
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")
+	t.Setenv("OTEL_SERVICE_NAME", "sb-test")
+	cfg, err := load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []string{cfg.Server.Listen, cfg.Store.URL, cfg.Telemetry.OTLPEndpoint, cfg.Telemetry.ServiceName}
+	want := []string{"127.0.0.1:18181", "redis://127.0.0.1:6379/3", "http://127.0.0.1:4318", "sb-test"}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("override %d: got %q, want %q", i, got[i], want[i])
+		}
+	}
+}
