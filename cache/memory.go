@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -120,7 +121,7 @@ func (m *Memory) begin(ctx context.Context, op string) error {
 	return nil
 }
 
-// Acquire takes key's lock and returns a copy of its state.
+// Acquire takes key's lock and returns its state.
 func (m *Memory) Acquire(ctx context.Context, key runtime.SessionKey) (*runtime.Session, runtime.Lease, error) {
 	if err := m.begin(ctx, "acquire"); err != nil {
 		return nil, runtime.Lease{}, err
@@ -136,9 +137,10 @@ func (m *Memory) Acquire(ctx context.Context, key runtime.SessionKey) (*runtime.
 	return s.snapshot(), runtime.Lease{Token: s.token, TTL: m.lease}, nil
 }
 
-// snapshot returns a copy of s's state.
+// snapshot returns s's state as it stands: its messages are shared, clipped
+// so that later saves, which append past them, do not show through.
 func (s *memSession) snapshot() *runtime.Session {
-	return &runtime.Session{Messages: cloneMessages(s.msgs), ActiveAgent: s.agent, Version: s.version}
+	return &runtime.Session{Messages: slices.Clip(s.msgs), ActiveAgent: s.agent, Version: s.version}
 }
 
 // holds reports whether lease holds s's lock.
@@ -203,7 +205,7 @@ func (m *Memory) Release(ctx context.Context, key runtime.SessionKey, lease runt
 	return nil
 }
 
-// Load returns a copy of key's state; ErrNotFound when it has none.
+// Load returns key's state; ErrNotFound when it has none.
 func (m *Memory) Load(ctx context.Context, key runtime.SessionKey) (*runtime.Session, error) {
 	if err := m.begin(ctx, "load"); err != nil {
 		return nil, err

@@ -6,9 +6,11 @@ import (
 	"github.com/switchboard-ai/switchboard/runtime"
 )
 
-// Stores copy messages on the way in and on the way out: a caller that edits
-// a transcript it loaded or saved (a filter rewriting tool calls, say) must
-// never change what the store holds, nor race with another reader of it.
+// Stores copy messages on the way in, so that a caller that edits what it
+// saved never changes what the store holds, and share them on the way out
+// (see runtime.Store): what a store holds is never written to in place, it
+// only grows past the length of every slice handed out (whose capacity is
+// clipped to that length) or is replaced.
 
 // cloneMessage returns a copy of m that shares no memory with it. Strings are
 // immutable and need no copy.
@@ -42,9 +44,8 @@ func appendClones(dst, src []runtime.Message) []runtime.Message {
 	return dst
 }
 
-// spare is the room a copy leaves after its messages, so that a run, which
-// owns the copy it loaded, appends a turn's messages without copying the
-// whole transcript again.
+// spare is the room a copy leaves after its messages, so that the next
+// turn's save appends in place.
 const spare = 8
 
 // cloneMessages returns a deep copy of src; nil for an empty src, so that a

@@ -26,6 +26,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -211,7 +212,9 @@ func (s *Redis) assemble(tag string, base *transcript, r reply) (*runtime.Sessio
 		}
 		return &transcript{epoch: epoch, version: version, msgs: msgs}
 	})
-	return &runtime.Session{Messages: cloneMessages(msgs), ActiveAgent: agent, Version: version}, nil
+	// The cached transcript is never written in place (see extend): the
+	// session shares it.
+	return &runtime.Session{Messages: slices.Clip(msgs), ActiveAgent: agent, Version: version}, nil
 }
 
 // decodeMessages decodes a script's list of JSON messages.

@@ -34,7 +34,7 @@ func BenchmarkProviderMessages(b *testing.B) {
 			b.ReportAllocs()
 			var buf []Message
 			for b.Loop() {
-				if out := providerMessages(&buf, "You are a helpful assistant.", t); len(out) == 0 {
+				if out := providerMessages(&buf, "You are a helpful assistant.", t, nil); len(out) == 0 {
 					b.Fatal("no messages")
 				}
 			}

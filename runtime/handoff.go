@@ -128,14 +128,16 @@ func (rn *run) acceptHandoff(ctx context.Context, h *graphs.Handoff, call ToolCa
 		rn.callHook(ctx, h, from, to, args)
 	}
 	if len(h.Filters) > 0 {
-		filtered, err := applyFilters(rn.transcript, h.Filters)
+		filtered, err := applyFilters(rn.messages(), h.Filters)
 		if err != nil {
 			return fmt.Errorf("handoff %s -> %s: %w", from, to, err)
 		}
-		// The filter may share the old backing array; the run's transcript
-		// must not.
+		// The filtered messages become the whole session: the next save
+		// replaces what is stored. They may share memory with the history,
+		// which the run must not write to: the transcript gets its own.
+		rn.history = nil
 		rn.transcript = append(make([]Message, 0, len(filtered)+4), filtered...)
-		rn.replace = true
+		rn.saved, rn.replace = 0, true
 	}
 	rn.transcript = append(rn.transcript, Message{
 		Role:    RoleSystem,

@@ -12,7 +12,7 @@ func (rn *run) callModel(ctx context.Context) (*ChatResponse, error) {
 	buf := rn.messageBuffer()
 	defer rn.recycle(buf)
 	req := &ChatRequest{
-		Messages: providerMessages(buf, rn.agent.Instructions, rn.transcript),
+		Messages: providerMessages(buf, rn.agent.Instructions, rn.history, rn.transcript),
 		Tools:    rn.offered(),
 		Params:   rn.req.Params,
 		Stream:   rn.req.Stream,

@@ -129,6 +129,13 @@ type Write struct {
 // Store keeps sessions. Every method is bounded by the store's own timeout
 // and returns an error wrapping ErrStoreUnavailable when it cannot reach its
 // backend.
+//
+// A store copies the messages it is given, and shares the ones it returns:
+// a loaded Session's Messages are read only, for the caller and the store
+// alike, and stay as they were loaded whatever is saved later. Their
+// capacity is their length, so that appending to them copies. A turn of a
+// long session then costs what its new messages cost, not a copy of the
+// whole transcript.
 type Store interface {
 	// Acquire takes the session's lock and loads its state; a session never
 	// written loads as an empty Session. ErrBusy when another run holds it.

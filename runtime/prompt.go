@@ -16,7 +16,10 @@ import (
 // *buf, so that a caller can reuse it: a long session's call then copies its
 // history into memory it already has rather than into a fresh large slice,
 // which the garbage collector would have to sweep and scavenge every turn.
-func providerMessages(buf *[]Message, instructions string, transcript []Message) []Message {
+//
+// The transcript is history followed by added, read in place: a session's
+// history is shared with its store and never copied whole but into *buf.
+func providerMessages(buf *[]Message, instructions string, history, added []Message) []Message {
 	out := append((*buf)[:0], Message{})
 	defer func() { *buf = out }()
 	var sys strings.Builder
@@ -40,32 +43,34 @@ func providerMessages(buf *[]Message, instructions string, transcript []Message)
 		}
 		open, pending = -1, pending[:0]
 	}
-	for i := range transcript {
-		m := &transcript[i]
-		switch {
-		case m.IsSystem():
-			if sys.Len() > 0 {
-				sys.WriteString("\n\n")
-			}
-			sys.WriteString(m.Content)
-		case m.Role == RoleTool:
-			j := -1
-			if open >= 0 {
-				j = slices.Index(pending, m.ToolCallID)
-			}
-			if j < 0 {
-				continue // a result without its call: dropped
-			}
-			pending = slices.Delete(pending, j, j+1)
-			out = append(out, *m)
-		default:
-			closeOpen()
-			out = append(out, *m)
-			if m.Role == RoleAssistant && len(m.ToolCalls) > 0 {
-				open = len(out) - 1
-				for _, c := range m.ToolCalls {
-					if !slices.Contains(pending, c.ID) {
-						pending = append(pending, c.ID)
+	for _, part := range [2][]Message{history, added} {
+		for i := range part {
+			m := &part[i]
+			switch {
+			case m.IsSystem():
+				if sys.Len() > 0 {
+					sys.WriteString("\n\n")
+				}
+				sys.WriteString(m.Content)
+			case m.Role == RoleTool:
+				j := -1
+				if open >= 0 {
+					j = slices.Index(pending, m.ToolCallID)
+				}
+				if j < 0 {
+					continue // a result without its call: dropped
+				}
+				pending = slices.Delete(pending, j, j+1)
+				out = append(out, *m)
+			default:
+				closeOpen()
+				out = append(out, *m)
+				if m.Role == RoleAssistant && len(m.ToolCalls) > 0 {
+					open = len(out) - 1
+					for _, c := range m.ToolCalls {
+						if !slices.Contains(pending, c.ID) {
+							pending = append(pending, c.ID)
+						}
 					}
 				}
 			}

@@ -89,10 +89,15 @@ func TestProviderMessages(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := providerMessages(new([]Message), tt.instructions, tt.in)
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("providerMessages (-want +got):\n%s", diff)
+			// A session's run reads the stored history and its own
+			// messages in place: wherever the two meet, the call is the same.
+			for k := 0; k <= len(tt.in); k++ {
+				got := providerMessages(new([]Message), tt.instructions, tt.in[:k:k], tt.in[k:])
+				if diff := cmp.Diff(tt.want, got); diff != "" {
+					t.Errorf("history of %d: providerMessages (-want +got):\n%s", k, diff)
+				}
 			}
+			got := providerMessages(new([]Message), tt.instructions, nil, tt.in)
 			for i, m := range got {
 				if i > 0 && m.Role == RoleSystem {
 					t.Errorf("system message at position %d", i)
@@ -107,7 +112,7 @@ func TestProviderMessages(t *testing.T) {
 		var buf []Message
 		for range 2 {
 			for _, tt := range tests {
-				got := providerMessages(&buf, tt.instructions, tt.in)
+				got := providerMessages(&buf, tt.instructions, nil, tt.in)
 				if diff := cmp.Diff(tt.want, got); diff != "" {
 					t.Errorf("%s: providerMessages (-want +got):\n%s", tt.name, diff)
 				}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -87,9 +88,14 @@ type run struct {
 	agent *graphs.Agent
 	offer []ToolDef // tools offered to the current agent
 
+	// The run's messages are history followed by transcript. history is
+	// the session as loaded, shared with the store and read only; the run
+	// appends to transcript alone, so a turn of a long session never copies
+	// what came before it.
+	history    []Message
 	transcript []Message
-	saved      int  // transcript[:saved] is in the store
-	replace    bool // the next save rewrites the whole transcript
+	saved      int  // transcript[:saved] is in the store, after history
+	replace    bool // the next save rewrites the whole session with transcript
 
 	steps, handoffs int
 	usage           Usage
@@ -154,11 +160,8 @@ func (rn *run) inSession(ctx context.Context) (*Result, error) {
 	stop := rn.keepLease(ctx, cancel)
 	defer stop()
 
-	// The store's copy is the run's own (stores copy on the way out), so the
-	// transcript grows on it rather than on a second copy: a turn of a long
-	// session copies the history once, not twice.
-	rn.transcript = append(sess.Messages, input...)
-	rn.saved = len(sess.Messages)
+	rn.history = sess.Messages
+	rn.transcript = append(make([]Message, 0, len(input)+8), input...)
 	rn.agent = activeAgent(rn.graph, sess.Messages)
 	if err := rn.checkClientTools(); err != nil {
 		return nil, err
@@ -314,8 +317,6 @@ func (rn *run) save(ctx context.Context, last bool) error {
 	}
 	w := Write{ActiveAgent: rn.agent.Name, Replace: rn.replace, Messages: rn.transcript, Release: last}
 	if !rn.replace {
-		// After a filter the transcript may be shorter than what is saved:
-		// only an append may slice it.
 		w.Messages = rn.transcript[rn.saved:]
 	}
 	if len(w.Messages) == 0 && !w.Replace {
@@ -327,6 +328,15 @@ func (rn *run) save(ctx context.Context, last bool) error {
 	}
 	rn.version, rn.saved, rn.replace, rn.released = v, len(rn.transcript), false, last
 	return nil
+}
+
+// messages returns the run's whole transcript, history first; it copies
+// when there is history, which only input filters need.
+func (rn *run) messages() []Message {
+	if len(rn.history) == 0 {
+		return rn.transcript
+	}
+	return append(slices.Clip(rn.history), rn.transcript...)
 }
 
 // nameCalls gives an id to every tool call that came without one (some

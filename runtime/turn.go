@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -120,19 +121,27 @@ func (rn *run) turn(ctx context.Context, calls []ToolCall) (turnOutcome, error) 
 // resume finishes a turn that stopped for client tools, once the request has
 // brought their results: the turn's handoff, if any, is taken up now.
 func (rn *run) resume(ctx context.Context) (turnOutcome, error) {
-	ai := lastAssistant(rn.transcript)
-	if ai < 0 || len(rn.transcript[ai].ToolCalls) == 0 {
+	msgs := rn.transcript
+	if lastAssistant(msgs) < 0 {
+		// The turn that stopped is in the history: look from its last
+		// assistant message on, copying only that much of it.
+		if hi := lastAssistant(rn.history); hi >= 0 {
+			msgs = append(slices.Clip(rn.history[hi:]), rn.transcript...)
+		}
+	}
+	ai := lastAssistant(msgs)
+	if ai < 0 || len(msgs[ai].ToolCalls) == 0 {
 		return turnOutcome{}, nil
 	}
 	answered := make(map[string]bool)
-	for _, m := range rn.transcript[ai+1:] {
+	for _, m := range msgs[ai+1:] {
 		if m.Role != RoleTool {
 			return turnOutcome{}, nil // the user moved on; the open calls are dropped
 		}
 		answered[m.ToolCallID] = true
 	}
 	var rest []ToolCall
-	for _, c := range rn.transcript[ai].ToolCalls {
+	for _, c := range msgs[ai].ToolCalls {
 		if answered[c.ID] {
 			continue
 		}

@@ -107,6 +107,10 @@ func testRoundTrip(t *testing.T, open NewStore) {
 	wantSession(t, open(t, defaults()), k, want)
 }
 
+// testCopies checks that a store copies what it is given and that what it
+// returns, which it shares (see runtime.Store), stays as loaded: clipped, so
+// that a caller's append cannot reach the store's memory, and untouched by
+// later saves, appended or replacing.
 func testCopies(t *testing.T, open NewStore) {
 	s := open(t, defaults())
 	k := sessionKey(t, s, "copies")
@@ -117,19 +121,40 @@ func testCopies(t *testing.T, open NewStore) {
 	scribble(msgs)
 	wantSession(t, s, k, want)
 
-	got, err := s.Load(t.Context(), k)
+	loaded, err := s.Load(t.Context(), k)
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
-	scribble(got.Messages)
-	got, lease := acquire(t, s, k)
-	scribble(got.Messages)
+	acquired, lease := acquire(t, s, k)
+	for what, got := range map[string][]runtime.Message{"Load": loaded.Messages, "Acquire": acquired.Messages} {
+		if cap(got) != len(got) {
+			t.Errorf("%s: messages have capacity %d past their length %d", what, cap(got), len(got))
+		}
+	}
+	// A caller appends to what it loaded, as a run does.
+	grown := append(acquired.Messages, text(runtime.RoleUser, "appended by the caller"))
+	scribble(grown[len(grown)-1:])
+	save(t, s, k, lease, runtime.Write{Messages: numbered("next", 2), ActiveAgent: "billing"}, 2)
 	release(t, s, k, lease)
-	wantSession(t, s, k, want)
+	want2 := &runtime.Session{Messages: append(transcript(), numbered("next", 2)...), ActiveAgent: "billing", Version: 2}
+	wantSession(t, s, k, want2)
+
+	got, lease := acquire(t, s, k)
+	save(t, s, k, lease, runtime.Write{Messages: numbered("replaced", 1), Replace: true, ActiveAgent: "triage"}, 3)
+	release(t, s, k, lease)
+	wantSession(t, s, k, &runtime.Session{Messages: numbered("replaced", 1), ActiveAgent: "triage", Version: 3})
+	for what, got := range map[string]*runtime.Session{"Load": loaded, "Acquire": acquired} {
+		if diff := cmp.Diff(want.Messages, got.Messages); diff != "" {
+			t.Errorf("%s's messages changed after later saves (-want +got):\n%s", what, diff)
+		}
+	}
+	if diff := cmp.Diff(want2, got); diff != "" {
+		t.Errorf("second Acquire's session changed after a replacing save (-want +got):\n%s", diff)
+	}
 }
 
-// scribble changes every message of msgs in place, as a careless caller
-// might.
+// scribble changes every message of msgs in place, as a caller that edits
+// what it saved might.
 func scribble(msgs []runtime.Message) {
 	for i := range msgs {
 		m := &msgs[i]

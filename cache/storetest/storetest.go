@@ -58,7 +58,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"SaveAppendsInOrder", testAppend},
 		{"Replace", testReplace},
 		{"RoundTripIsExact", testRoundTrip},
-		{"CopiesInAndOut", testCopies},
+		{"CopiesInSharesOut", testCopies},
 		{"SecondAcquireIsBusy", testBusy},
 		{"ReleasingSave", testReleasingSave},
 		{"ExpiredLeaseIsFenced", testLeaseExpiry},

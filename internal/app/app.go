@@ -35,8 +35,25 @@ type App struct {
 	server  *http.Server
 }
 
+// Option changes how New wires a gateway.
+type Option func(*options)
+
+type options struct {
+	wrapStore func(runtime.Store) runtime.Store
+}
+
+// WrapStore has the gateway use wrap(store) for the session store it opens:
+// tests watch what the gateway does with it.
+func WrapStore(wrap func(runtime.Store) runtime.Store) Option {
+	return func(o *options) { o.wrapStore = wrap }
+}
+
 // New wires a gateway for a validated config.
-func New(ctx context.Context, cfg *graphs.Set, log *slog.Logger) (*App, error) {
+func New(ctx context.Context, cfg *graphs.Set, log *slog.Logger, opts ...Option) (*App, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	tracing, err := telemetry.Setup(ctx, cfg.Telemetry, log)
 	if err != nil {
 		return nil, fmt.Errorf("set up tracing: %w", err)
@@ -55,6 +72,9 @@ func New(ctx context.Context, cfg *graphs.Set, log *slog.Logger) (*App, error) {
 	if err != nil {
 		_ = tracing.Shutdown(ctx)
 		return nil, fmt.Errorf("open session store: %w", err)
+	}
+	if o.wrapStore != nil {
+		store = o.wrapStore(store)
 	}
 	models, err := providers.New(cfg.Providers, providers.Options{
 		TracerProvider: tracing.Provider,

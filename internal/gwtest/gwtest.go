@@ -17,9 +17,11 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/switchboard-ai/switchboard/cache/storetest"
 	"github.com/switchboard-ai/switchboard/graphs"
 	"github.com/switchboard-ai/switchboard/internal/app"
 	"github.com/switchboard-ai/switchboard/providers"
+	"github.com/switchboard-ai/switchboard/runtime"
 )
 
 // Gateway is a running gateway under test.
@@ -56,7 +58,10 @@ func StartConfig(t testing.TB, cfg *graphs.Set) *Gateway {
 func StartLogging(t testing.TB, cfg *graphs.Set, w io.Writer) *Gateway {
 	t.Helper()
 	log := slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	a, err := app.New(context.Background(), cfg, log)
+	// Every session a test runs checks that the gateway never writes to
+	// the messages its store shares with it.
+	readOnly := app.WrapStore(func(s runtime.Store) runtime.Store { return storetest.ReadOnly(t, s) })
+	a, err := app.New(context.Background(), cfg, log, readOnly)
 	if err != nil {
 		t.Fatalf("app: %v", err)
 	}
