@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"sync"
-	"sync/atomic"
 
 	"github.com/switchboard-ai/switchboard/internal/jsonenc"
 	"github.com/switchboard-ai/switchboard/runtime"
@@ -178,8 +177,9 @@ func appendToolCall(dst []byte, c *runtime.ToolCall, comma bool) []byte {
 }
 
 // bodyBuffers pools the buffers request bodies are built in: in a long
-// session a body is tens of kilobytes, and a fresh one per call is garbage
-// the collector must sweep every turn. The zero value is ready to use.
+// session a body is tens of kilobytes, and growing a fresh one by appending
+// would leave several times that as garbage every call. The zero value is
+// ready to use.
 type bodyBuffers struct{ pool sync.Pool }
 
 // get returns an empty buffer.
@@ -196,74 +196,35 @@ func (p *bodyBuffers) put(b *[]byte) {
 	p.pool.Put(b)
 }
 
-// pooledBody is one attempt's body in a pooled buffer. The transport may
-// still be writing a body after the call returned, and GetBody hands out
-// more readers of it (for a redirect, or a retry on a new connection), so
-// the buffer goes back to the pool only once the attempt is over and
-// every reader has been closed; a reader never closed leaves the buffer to
-// the garbage collector.
-type pooledBody struct {
-	buf  *[]byte
-	pool *bodyBuffers
-	refs atomic.Int32 // the attempt's reference, plus one per open reader
-}
-
-// newPooledBody returns a body holding the attempt's reference.
-func newPooledBody(buf *[]byte, pool *bodyBuffers) *pooledBody {
-	b := &pooledBody{buf: buf, pool: pool}
-	b.refs.Store(1)
-	return b
-}
-
-// reader returns a new reader of the body.
-func (b *pooledBody) reader() io.ReadCloser {
-	b.refs.Add(1)
-	return &bodyReader{Reader: bytes.NewReader(*b.buf), body: b}
-}
-
-// release drops one reference.
-func (b *pooledBody) release() {
-	if b.refs.Add(-1) == 0 {
-		b.pool.put(b.buf)
-	}
-}
-
-// bodyReader reads a pooledBody.
-type bodyReader struct {
-	*bytes.Reader
-	body *pooledBody
-	once sync.Once
-}
-
-// Close releases the reader's reference, once.
-func (r *bodyReader) Close() error {
-	r.once.Do(r.body.release)
-	return nil
-}
-
-// apply replaces req's body by the patched one, built in a buffer of
-// pool. The caller releases the returned body's reference when the
-// attempt is over.
-func (p *bodyPatch) apply(req *http.Request, pool *bodyBuffers) (*pooledBody, error) {
+// apply replaces req's body by the patched one, built in a buffer of pool
+// and sent as an exact copy of it in a bytes.Reader. The copy costs one
+// allocation without pointers, and is what lets net/http see the body as
+// in memory: it then writes the headers and the body together, through the
+// connection's buffer (see writeBuffer), where a body of any other type has
+// its headers flushed on their own and is copied to the socket through a
+// fresh 32 KB buffer. The transport may read the body after the call
+// returned (and again through GetBody), so the pooled buffer cannot be
+// sent itself.
+func (p *bodyPatch) apply(req *http.Request, pool *bodyBuffers) error {
 	if req.Body == nil {
-		return nil, errNoMessages
+		return errNoMessages
 	}
 	goBody, err := readBody(req)
 	if err != nil {
-		return nil, fmt.Errorf("read request body: %w", err)
+		return fmt.Errorf("read request body: %w", err)
 	}
 	buf := pool.get()
+	defer pool.put(buf)
 	b, err := p.build(*buf, goBody)
 	if err != nil {
-		pool.put(buf)
-		return nil, fmt.Errorf("patch request body: %w", err)
+		return fmt.Errorf("patch request body: %w", err)
 	}
 	*buf = b
-	body := newPooledBody(buf, pool)
-	req.Body = body.reader()
-	req.ContentLength = int64(len(b))
-	req.GetBody = func() (io.ReadCloser, error) { return body.reader(), nil }
-	return body, nil
+	body := bytes.Clone(b)
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	req.ContentLength = int64(len(body))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	return nil
 }
 
 // readBody reads and closes req's body, in one allocation of its length

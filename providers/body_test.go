@@ -271,12 +271,13 @@ func TestBuildErrors(t *testing.T) {
 	}
 }
 
-// TestPooledBodyAcrossRedirectAndRetries sends a long transcript through a
-// 307 redirect (the transport re-reads the body with GetBody) and through
+// TestBodyAcrossRedirectAndRetries sends a long transcript through a 307
+// redirect (the transport re-reads the body with GetBody) and through
 // failed attempts, concurrently, and checks that every request the upstream
-// saw carries the whole transcript: a pooled buffer reused too early
-// would show as a corrupt or mixed up body (and as a race under -race).
-func TestPooledBodyAcrossRedirectAndRetries(t *testing.T) {
+// saw carries the whole transcript: a body sent from a pooled buffer
+// reused too early would show as a corrupt or mixed up body (and as a race
+// under -race).
+func TestBodyAcrossRedirectAndRetries(t *testing.T) {
 	s := fakeupstream.New(t)
 	s.SetStrict(true)
 	var mu sync.Mutex

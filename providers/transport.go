@@ -29,8 +29,16 @@ func newTransport(timeout time.Duration) *http.Transport {
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
 		ResponseHeaderTimeout: timeout,
+		WriteBufferSize:       writeBuffer,
 	}
 }
+
+// writeBuffer is the size of a provider connection's write buffer. net/http
+// writes a request's headers and in-memory body (see bodyPatch.apply)
+// through it, and copies what does not fit to the socket through a fresh
+// buffer of up to 32 KB per request: with the default 4 KB, every call of a
+// long session made that much garbage.
+const writeBuffer = 64 << 10
 
 // propagator injects the trace context of the request's context into its
 // headers, so the provider's spans (when it traces) join the run's trace.
@@ -81,11 +89,9 @@ func (a *attempt) Do(req *http.Request) (*http.Response, error) {
 		req.Header.Set(k, v)
 	}
 	if a.patch != nil {
-		body, err := a.patch.apply(req, a.bodies)
-		if err != nil {
+		if err := a.patch.apply(req, a.bodies); err != nil {
 			return nil, err
 		}
-		defer body.release()
 	}
 	var span trace.Span
 	if a.tracer != nil {
