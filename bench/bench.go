@@ -346,21 +346,28 @@ type lengthResult struct {
 	cpu      float64 // µs of gateway CPU per request, the provider call's encoding included
 }
 
+// lengthBlocks is how many blocks of each kind the session-length
+// measurement alternates.
+const lengthBlocks = 10
+
 // sessionLength measures turn 2 of fresh sessions and turns 200 onwards of
-// long ones, one request at a time.
+// long ones, one request at a time. It alternates blocks of the two, so
+// that a drift in the machine's load falls on both alike, and sends them
+// to two graphs of the same agent ("plain" and "plain_long"), so that the
+// gateway's overhead histogram tells them apart.
 func (b *bench) sessionLength(ctx context.Context, store string, p *proc) ([]lengthResult, error) {
 	url := p.base + "/v1/chat/completions"
 	id := func(kind string, s int) string {
 		return b.prefix + "-len-" + store + "-" + kind + "-" + strconv.Itoa(s)
 	}
-	turn := func(ctx context.Context, sess string, t int) (sample, error) {
-		body := []byte(`{"model":"plain","messages":[{"role":"user","content":"Turn ` + strconv.Itoa(t) + `: hello there, what can you do for me today?"}]}`)
+	turn := func(ctx context.Context, graph, sess string, t int) (sample, error) {
+		body := []byte(`{"model":"` + graph + `","messages":[{"role":"user","content":"Turn ` + strconv.Itoa(t) + `: hello there, what can you do for me today?"}]}`)
 		return post(ctx, b.client, url, body, map[string]string{"X-Session-Id": strings.ToLower(sess)})
 	}
 	// Set up: turn 1 of the short sessions, turns 1-199 of the long ones.
 	short, long := b.o.shortSessions, b.o.longSessions
 	if _, err := load(ctx, 8, short, func(ctx context.Context, _, i int) (sample, error) {
-		return turn(ctx, id("short", i), 1)
+		return turn(ctx, "plain", id("short", i), 1)
 	}); err != nil {
 		return nil, fmt.Errorf("session setup: %w", err)
 	}
@@ -371,7 +378,7 @@ func (b *bench) sessionLength(ctx context.Context, store string, p *proc) ([]len
 		go func() {
 			defer wg.Done()
 			for t := 1; t < 200 && errs[s] == nil; t++ {
-				_, errs[s] = turn(ctx, id("long", s), t)
+				_, errs[s] = turn(ctx, "plain_long", id("long", s), t)
 			}
 		}()
 	}
@@ -381,39 +388,61 @@ func (b *bench) sessionLength(ctx context.Context, store string, p *proc) ([]len
 			return nil, fmt.Errorf("session setup: %w", err)
 		}
 	}
-	var out []lengthResult
-	for _, m := range []struct {
-		name string
-		n    int
-		job  job
+	kinds := []struct {
+		name, graph string
+		n           int
+		job         job
+		lat         []time.Duration
+		cpu         time.Duration
 	}{
-		{"turn 2", short, func(ctx context.Context, _, i int) (sample, error) { return turn(ctx, id("short", i), 2) }},
-		{"turn 200+", long * b.o.longTurns, func(ctx context.Context, _, i int) (sample, error) {
-			return turn(ctx, id("long", i%long), 200+i/long)
+		{name: "turn 2", graph: "plain", n: short, job: func(ctx context.Context, _, i int) (sample, error) {
+			return turn(ctx, "plain", id("short", i), 2)
 		}},
-	} {
-		before, err := take(p)
-		if err != nil {
-			return nil, err
+		{name: "turn 200+", graph: "plain_long", n: long * b.o.longTurns, job: func(ctx context.Context, _, i int) (sample, error) {
+			return turn(ctx, "plain_long", id("long", i%long), 200+i/long)
+		}},
+	}
+	before, err := take(p)
+	if err != nil {
+		return nil, err
+	}
+	for blk := range lengthBlocks {
+		for k := range kinds {
+			kd := &kinds[k]
+			lo, hi := kd.n*blk/lengthBlocks, kd.n*(blk+1)/lengthBlocks
+			c0, err := p.cpu()
+			if err != nil {
+				return nil, err
+			}
+			st, err := load(ctx, 1, hi-lo, func(ctx context.Context, w, i int) (sample, error) { return kd.job(ctx, w, lo+i) })
+			if err != nil {
+				return nil, fmt.Errorf("session %s: %w", kd.name, err)
+			}
+			c1, err := p.cpu()
+			if err != nil {
+				return nil, err
+			}
+			kd.lat, kd.cpu = append(kd.lat, st.lat...), kd.cpu+c1-c0
 		}
-		st, err := load(ctx, 1, m.n, m.job)
-		if err != nil {
-			return nil, fmt.Errorf("session %s: %w", m.name, err)
-		}
-		after, err := take(p)
-		if err != nil {
-			return nil, err
-		}
-		const sum, count = `switchboard_overhead_seconds_sum{graph="plain"}`, `switchboard_overhead_seconds_count{graph="plain"}`
+	}
+	after, err := take(p)
+	if err != nil {
+		return nil, err
+	}
+	var out []lengthResult
+	for _, kd := range kinds {
+		sum := `switchboard_overhead_seconds_sum{graph="` + kd.graph + `"}`
+		count := `switchboard_overhead_seconds_count{graph="` + kd.graph + `"}`
 		dn := after.metrics[count] - before.metrics[count]
-		if dn != float64(m.n) {
-			return nil, fmt.Errorf("session %s: the gateway counted %v requests, want %d", m.name, dn, m.n)
+		if dn != float64(kd.n) {
+			return nil, fmt.Errorf("session %s: the gateway counted %v requests, want %d", kd.name, dn, kd.n)
 		}
+		slices.Sort(kd.lat)
 		out = append(out, lengthResult{
-			store: store, turn: m.name, n: m.n,
-			p50:      float64(pct(st.lat, 50)) / 1e6,
+			store: store, turn: kd.name, n: kd.n,
+			p50:      float64(pct(kd.lat, 50)) / 1e6,
 			overhead: (after.metrics[sum] - before.metrics[sum]) / dn * 1e6,
-			cpu:      float64(after.cpu-before.cpu) / float64(time.Microsecond) / float64(m.n),
+			cpu:      float64(kd.cpu) / float64(time.Microsecond) / float64(kd.n),
 		})
 	}
 	return out, nil

@@ -24,7 +24,7 @@ import (
 //	go tool pprof -top -focus 'switchboard/(gateway|runtime|providers|cache)' cpu.out
 
 // startInProcess serves the benchmark config with store storeURL.
-func startInProcess(b *testing.B, storeURL string) string {
+func startInProcess(b testing.TB, storeURL string) string {
 	b.Helper()
 	up, err := startUpstream(time.Millisecond)
 	if err != nil {

@@ -92,7 +92,7 @@ func (r *report) markdown() string {
 	}
 
 	w("\n## Session length\n\n")
-	w("One request at a time: turn 2 of fresh sessions, and turns 200 to %d of %d long sessions (each turn adds a user message and the answer). *Overhead* is the gateway's own time per request excluding the provider call (its `switchboard_overhead_seconds` histogram: sum over count); CPU includes encoding the whole transcript for the provider, which grows with the session by nature. The ReverseProxy rows send what a client without sessions would send at turns 2 and 200, the whole conversation in every request: the same upstream body the gateway builds at those turns, forwarded as is.\n\n", 200+r.o.longTurns-1, r.o.longSessions)
+	w("One request at a time: turn 2 of fresh sessions, and turns 200 to %d of %d long sessions (each turn adds a user message and the answer), in %d alternating blocks of each, sent to two graphs of the same agent so that the gateway's histogram counts them apart. *Overhead* is the gateway's own time per request excluding the provider call (its `switchboard_overhead_seconds` histogram: sum over count); CPU includes encoding the whole transcript for the provider, which grows with the session by nature. The ReverseProxy rows send what a client without sessions would send at turns 2 and 200, the whole conversation in every request: the same upstream body the gateway builds at those turns, forwarded as is.\n\n", 200+r.o.longTurns-1, r.o.longSessions, lengthBlocks)
 	w("| store | turn | requests | p50 ms | overhead µs (mean) | CPU µs/req |\n|---|---|--:|--:|--:|--:|\n")
 	for _, l := range append(r.lengths[:len(r.lengths):len(r.lengths)], r.proxyLengths...) {
 		overhead := "-"

@@ -11,7 +11,9 @@ import (
 
 // gatewayConfig is the gateway's config for the benchmark: graph "plain"
 // (one agent, the same model as the direct requests) and graph "support"
-// (triage hands off to billing, which calls the HTTP tool lookup_charges).
+// (triage hands off to billing, which calls the HTTP tool lookup_charges);
+// "plain_long" is "plain" again, for the long sessions of the session-length
+// measurement, so that their overhead is counted apart.
 const gatewayConfig = `server:
   session_header: X-Session-Id
 store:
@@ -40,6 +42,7 @@ agents:
     tools: [lookup_charges]
 graphs:
   plain: {lead: assistant}
+  plain_long: {lead: assistant}
   support: {lead: triage}
 `
 
