@@ -42,7 +42,7 @@ func (u *upstream) Chat(ctx context.Context, req *runtime.ChatRequest, onDelta f
 		var resp *runtime.ChatResponse
 		var err error
 		if req.Stream {
-			resp, err = u.stream(callCtx, cancel, client, oreq, onDelta, deadline)
+			resp, err = u.stream(callCtx, cancel, client, a, oreq, onDelta, deadline)
 		} else {
 			resp, err = u.complete(callCtx, client, oreq)
 		}
@@ -97,7 +97,7 @@ func (u *upstream) complete(ctx context.Context, client *openai.Client, oreq ope
 
 // stream makes one streamed attempt. Once the stream is open, the first
 // byte deadline stops and the idle timer takes over.
-func (u *upstream) stream(ctx context.Context, cancel context.CancelCauseFunc, client *openai.Client,
+func (u *upstream) stream(ctx context.Context, cancel context.CancelCauseFunc, client *openai.Client, a *attempt,
 	oreq openai.ChatCompletionRequest, onDelta func(string), deadline *time.Timer) (*runtime.ChatResponse, error) {
 	st, err := client.CreateChatCompletionStream(ctx, oreq)
 	if err != nil {
@@ -112,6 +112,11 @@ func (u *upstream) stream(ctx context.Context, cancel context.CancelCauseFunc, c
 	for {
 		chunk, err := st.Recv()
 		if errors.Is(err, io.EOF) {
+			// The answer is whole; a server that does not end the body
+			// at once loses its connection rather than delay the answer.
+			t := time.AfterFunc(drainWait, func() { cancel(errDrained) })
+			a.drain()
+			t.Stop()
 			break
 		}
 		if err != nil {

@@ -1,6 +1,7 @@
 package providers
 
 import (
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -81,6 +82,8 @@ type attempt struct {
 	opened bool
 	// header holds the last answer's headers (for Retry-After).
 	header http.Header
+	// body is the last 2xx answer's body.
+	body io.Reader
 }
 
 // Do sends one request.
@@ -132,7 +135,34 @@ func (a *attempt) Do(req *http.Request) (*http.Response, error) {
 		// the end of the stream.
 		resp.Body = &spanBody{ReadCloser: resp.Body, span: span}
 	}
+	if a.opened {
+		a.body = resp.Body
+	}
 	return resp, nil
+}
+
+// drainLimit and drainWait bound what drain reads and how long a stream
+// waits for it: after a stream's [DONE] only the end of the body is left,
+// and it comes at once.
+const (
+	drainLimit = 4 << 10
+	drainWait  = 100 * time.Millisecond
+)
+
+// errDrained cancels a whole stream whose body did not end in drainWait.
+var errDrained = errors.New("stream body did not end after [DONE]")
+
+// drain reads what is left of the last answer's body, up to drainLimit, so
+// that its connection goes back to the pool: go-openai stops reading a
+// stream at its [DONE] event, before the end of the body, and net/http
+// closes a connection whose body is closed unread. Without it every
+// streamed call paid for a new connection (and with a real provider a TLS
+// handshake) before its first token. The caller bounds the wait
+// (drainWait).
+func (a *attempt) drain() {
+	if a.body != nil {
+		_, _ = io.CopyN(io.Discard, a.body, drainLimit)
+	}
 }
 
 // spanBody ends its span when the body is closed.

@@ -1,0 +1,103 @@
+package providers
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/switchboard-ai/switchboard/graphs"
+)
+
+// TestCallsReuseConnections makes streamed and plain calls one after the
+// other and checks that they all go over one connection: a provider call
+// that left its connection unusable would pay a new TCP (and, for a real
+// provider, TLS) handshake before every first token.
+func TestCallsReuseConnections(t *testing.T) {
+	var conns atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Accept") != "text/event-stream" {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, ev := range []string{
+			`{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":"hi"},"finish_reason":null}]}`,
+			`{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`,
+			`[DONE]`,
+		} {
+			fmt.Fprintf(w, "data: %s\n\n", ev)
+			w.(http.Flusher).Flush()
+			time.Sleep(time.Millisecond) // the end of the body comes in a packet of its own
+		}
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	p := graphs.Provider{Name: "fake", Kind: KindOpenAI, BaseURL: srv.URL, APIKey: "sk-test", Timeout: 5 * time.Second}
+	r, err := New(map[string]graphs.Provider{"fake": p}, fastOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	for i := range 6 {
+		stream := i%3 != 2
+		resp, err := r.Chat(t.Context(), userRequest("hello", stream), nil)
+		if err != nil {
+			t.Fatalf("call %d (stream %v): %v", i, stream, err)
+		}
+		if resp.Message.Content != "hi" {
+			t.Fatalf("call %d answered %q, want %q", i, resp.Message.Content, "hi")
+		}
+	}
+	if n := conns.Load(); n != 1 {
+		t.Errorf("6 calls opened %d connections, want 1", n)
+	}
+}
+
+// TestStreamEndsAtDone checks that a server which keeps the body open after
+// [DONE] does not hold the answer back: the stream is whole at [DONE].
+func TestStreamEndsAtDone(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, `data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}`+"\n\ndata: [DONE]\n\n")
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(func() { close(release); srv.Close() })
+	p := graphs.Provider{Name: "fake", Kind: KindOpenAI, BaseURL: srv.URL, APIKey: "sk-test", Timeout: 5 * time.Second,
+		StreamIdleTimeout: time.Minute}
+	r, err := New(map[string]graphs.Provider{"fake": p}, fastOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	done := make(chan error, 1)
+	go func() {
+		resp, err := r.Chat(t.Context(), userRequest("hello", true), nil)
+		if err == nil && resp.Message.Content != "hi" {
+			err = fmt.Errorf("answer %q, want %q", resp.Message.Content, "hi")
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call waited for the end of a body left open after [DONE]")
+	}
+}
