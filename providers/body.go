@@ -25,7 +25,7 @@ import (
 // express (zero temperature or top_p, a verbatim response_format). It is
 // applied to every attempt's body.
 type bodyPatch struct {
-	messages []runtime.Message
+	messages runtime.Prompt
 	fields   []patchField // go-openai omits each of these keys; see applyParams
 }
 
@@ -100,14 +100,18 @@ func emptyMessagesAt(body []byte) int {
 // appendMessages appends msgs as a JSON array of OpenAI chat messages: the
 // keys, order and escaping go-openai's MarshalJSON gives, plus what it
 // cannot say (content "" and verbatim content parts).
-func appendMessages(dst []byte, msgs []runtime.Message) ([]byte, error) {
-	for i := range msgs {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		var err error
-		if dst, err = appendMessage(dst, &msgs[i]); err != nil {
-			return nil, fmt.Errorf("message %d: %w", i, err)
+func appendMessages(dst []byte, msgs runtime.Prompt) ([]byte, error) {
+	n := 0
+	for _, run := range msgs {
+		for i := range run {
+			if n > 0 {
+				dst = append(dst, ',')
+			}
+			var err error
+			if dst, err = appendMessage(dst, &run[i]); err != nil {
+				return nil, fmt.Errorf("message %d: %w", n, err)
+			}
+			n++
 		}
 	}
 	return dst, nil

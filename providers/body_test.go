@@ -27,9 +27,10 @@ func legacyBody(t *testing.T, req *runtime.ChatRequest) (body []byte, exact bool
 	t.Helper()
 	oreq, _ := toOpenAI(req)
 	content := map[int]json.RawMessage{}
-	oreq.Messages = make([]openai.ChatCompletionMessage, len(req.Messages))
-	for i := range req.Messages {
-		m := &req.Messages[i]
+	flat := req.Messages.Flat()
+	oreq.Messages = make([]openai.ChatCompletionMessage, len(flat))
+	for i := range flat {
+		m := &flat[i]
 		om := openai.ChatCompletionMessage{Role: m.Role, Name: m.Name, ToolCallID: m.ToolCallID}
 		switch {
 		case len(m.Parts) > 0:
@@ -210,7 +211,7 @@ func TestSplicedBodyMatchesGoOpenAI(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req := &runtime.ChatRequest{Model: graphs.ModelRef{Provider: "fake", Model: "gpt-4o-mini"}, Messages: tt.msgs}
+			req := &runtime.ChatRequest{Model: graphs.ModelRef{Provider: "fake", Model: "gpt-4o-mini"}, Messages: runtime.PromptOf(tt.msgs...)}
 			if tt.edit != nil {
 				tt.edit(req)
 			}
@@ -245,7 +246,13 @@ func TestSplicedBodyMatchesGoOpenAIRandom(t *testing.T) {
 			}
 			msgs[i] = m
 		}
-		checkSameBody(t, &runtime.ChatRequest{Model: graphs.ModelRef{Model: text()}, Messages: msgs})
+		// In runs, as a session's call has them: the body is the same.
+		var p runtime.Prompt
+		for rest := msgs; len(rest) > 0; {
+			k := 1 + rng.IntN(len(rest))
+			p, rest = append(p, rest[:k]), rest[k:]
+		}
+		checkSameBody(t, &runtime.ChatRequest{Model: graphs.ModelRef{Model: text()}, Messages: p})
 		if t.Failed() {
 			return
 		}
@@ -253,7 +260,7 @@ func TestSplicedBodyMatchesGoOpenAIRandom(t *testing.T) {
 }
 
 func TestBuildErrors(t *testing.T) {
-	bad := &bodyPatch{messages: []runtime.Message{{Role: "user", Parts: json.RawMessage(`[{"type":`)}}}
+	bad := &bodyPatch{messages: runtime.PromptOf(runtime.Message{Role: "user", Parts: json.RawMessage(`[{"type":`)})}
 	if _, err := bad.build(nil, []byte(`{"model":"m","messages":[]}`)); err == nil {
 		t.Error("invalid content parts were sent")
 	}
@@ -261,7 +268,7 @@ func TestBuildErrors(t *testing.T) {
 	if _, err := badField.build(nil, []byte(`{"model":"m","messages":[]}`)); err == nil {
 		t.Error("an invalid field was sent")
 	}
-	ok := &bodyPatch{messages: []runtime.Message{{Role: "user", Content: "hi"}}}
+	ok := &bodyPatch{messages: runtime.PromptOf(runtime.Message{Role: "user", Content: "hi"})}
 	for _, body := range []string{
 		`{"messages":[],"model":"m"}`, `{"model":"m","messages":null}`, `{"model":"m"}`, `{"model":"m\"","messages":[]`[:10], ``,
 	} {
@@ -304,7 +311,7 @@ func TestBodyAcrossRedirectAndRetries(t *testing.T) {
 		go func() {
 			req := userRequest("fail me", c%2 == 0)
 			for i := range 50 {
-				req.Messages = append(req.Messages, runtime.Message{Role: "user", Content: strings.Repeat("<é>", i) + string(rune('a'+c))})
+				req.Messages = append(req.Messages, []runtime.Message{{Role: "user", Content: strings.Repeat("<é>", i) + string(rune('a'+c))}})
 			}
 			_, err := r.Chat(t.Context(), req, nil)
 			errs <- err

@@ -33,7 +33,7 @@ func TestRequestConversionFull(t *testing.T) {
 	})
 	req := &runtime.ChatRequest{
 		Model: graphs.ModelRef{Provider: "fake", Model: "gpt-4o-mini"},
-		Messages: []runtime.Message{
+		Messages: runtime.Prompt{{
 			{Role: runtime.RoleSystem, Content: "You are the billing desk."},
 			{Role: runtime.RoleUser, Content: "refund please", Name: "ann"},
 			{Role: runtime.RoleAssistant, ToolCalls: []runtime.ToolCall{
@@ -42,7 +42,7 @@ func TestRequestConversionFull(t *testing.T) {
 			}},
 			{Role: runtime.RoleTool, ToolCallID: "call_1", Content: `{"charges":[]}`},
 			{Role: runtime.RoleTool, ToolCallID: "call_2", Content: ""},
-		},
+		}},
 		Tools: []runtime.ToolDef{
 			{Name: "lookup", Description: "Looks things up", Parameters: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}}}`)},
 			{Name: "noargs"},
@@ -162,7 +162,7 @@ func TestRequestConversionCases(t *testing.T) {
 		{
 			name: "content parts are sent verbatim",
 			req: func(r *runtime.ChatRequest) {
-				r.Messages[1] = runtime.Message{Role: runtime.RoleUser, Content: "look",
+				r.Messages[0][1] = runtime.Message{Role: runtime.RoleUser, Content: "look",
 					Parts: json.RawMessage(`[{"type":"text","text":"look"},{"type":"image_url","image_url":{"url":"data:x","detail":"low"}},{"type":"input_audio","input_audio":{"data":"AA==","format":"wav"}}]`)}
 			},
 			check: func(t *testing.T, r fakeupstream.Request) {
@@ -175,7 +175,7 @@ func TestRequestConversionCases(t *testing.T) {
 		},
 		{
 			name: "empty user content is sent as an empty string",
-			req:  func(r *runtime.ChatRequest) { r.Messages[1].Content = "" },
+			req:  func(r *runtime.ChatRequest) { r.Messages[0][1].Content = "" },
 			check: func(t *testing.T, r fakeupstream.Request) {
 				if got := string(rawMessages(t, r.Body)[1]["content"]); got != `""` {
 					t.Errorf("content = %s, want \"\"", got)

@@ -52,7 +52,7 @@ func (demoModel) Chat(ctx context.Context, req *runtime.ChatRequest, onDelta fun
 		return nil, fmt.Errorf("provider demo: %w", err)
 	}
 	var system string
-	msgs := req.Messages
+	msgs := req.Messages.Flat()
 	if len(msgs) > 0 && msgs[0].IsSystem() {
 		system = msgs[0].Content
 	}

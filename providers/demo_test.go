@@ -27,7 +27,7 @@ func demoTools() []runtime.ToolDef {
 
 func demoRequest(system string, tools []runtime.ToolDef, msgs ...runtime.Message) *runtime.ChatRequest {
 	all := append([]runtime.Message{{Role: runtime.RoleSystem, Content: system}}, msgs...)
-	return &runtime.ChatRequest{Model: graphs.ModelRef{Provider: "demo", Model: "demo"}, Messages: all, Tools: tools}
+	return &runtime.ChatRequest{Model: graphs.ModelRef{Provider: "demo", Model: "demo"}, Messages: runtime.PromptOf(all...), Tools: tools}
 }
 
 func user(text string) runtime.Message { return runtime.Message{Role: runtime.RoleUser, Content: text} }

@@ -57,7 +57,7 @@ func FuzzStreamParse(f *testing.F) {
 		body.Store(&stream)
 		req := &runtime.ChatRequest{
 			Model:    graphs.ModelRef{Provider: "fuzz", Model: "m"},
-			Messages: []runtime.Message{{Role: runtime.RoleUser, Content: "hi"}},
+			Messages: runtime.PromptOf(runtime.Message{Role: runtime.RoleUser, Content: "hi"}),
 			Stream:   true,
 		}
 		type result struct {

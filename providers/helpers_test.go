@@ -37,7 +37,7 @@ func newTestRegistry(t *testing.T, s *fakeupstream.Server, opts Options, edit fu
 func userRequest(text string, stream bool) *runtime.ChatRequest {
 	return &runtime.ChatRequest{
 		Model:    graphs.ModelRef{Provider: "fake", Model: "gpt-test"},
-		Messages: []runtime.Message{{Role: runtime.RoleSystem, Content: "You are a test."}, {Role: runtime.RoleUser, Content: text}},
+		Messages: runtime.PromptOf(runtime.Message{Role: runtime.RoleSystem, Content: "You are a test."}, runtime.Message{Role: runtime.RoleUser, Content: text}),
 		Stream:   stream,
 	}
 }

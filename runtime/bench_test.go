@@ -28,13 +28,12 @@ func benchTranscript(turns int) []Message {
 // BenchmarkProviderMessages builds one provider call's messages from a
 // transcript (CONTRACT §4.5), for a short and a long session.
 func BenchmarkProviderMessages(b *testing.B) {
-	for _, turns := range []int{1, 50} {
+	for _, turns := range []int{1, 50, 200} {
 		t := benchTranscript(turns)
 		b.Run(fmt.Sprintf("messages=%d", len(t)), func(b *testing.B) {
 			b.ReportAllocs()
-			var buf []Message
 			for b.Loop() {
-				if out := providerMessages(&buf, "You are a helpful assistant.", t, nil); len(out) == 0 {
+				if out := providerMessages("You are a helpful assistant.", t, nil); len(out) == 0 {
 					b.Fatal("no messages")
 				}
 			}

@@ -9,10 +9,14 @@ import (
 // callModel makes the current agent's next model call: its model, then its
 // fallbacks in order while a call fails before any text reached the client.
 func (rn *run) callModel(ctx context.Context) (*ChatResponse, error) {
-	buf := rn.messageBuffer()
-	defer rn.recycle(buf)
+	var msgs Prompt
+	if rn.session {
+		msgs = rn.prompts.build(rn.key, rn.agent.Instructions, rn.history, rn.transcript)
+	} else {
+		msgs = providerMessages(rn.agent.Instructions, rn.history, rn.transcript)
+	}
 	req := &ChatRequest{
-		Messages: providerMessages(buf, rn.agent.Instructions, rn.history, rn.transcript),
+		Messages: msgs,
 		Tools:    rn.offered(),
 		Params:   rn.req.Params,
 		Stream:   rn.req.Stream,
@@ -74,23 +78,4 @@ func (rn *run) offered() []ToolDef {
 	}
 	rn.offer = out
 	return out
-}
-
-// messageBuffer returns a provider message list to build a call's messages
-// in, reused from an earlier call when there is one: in a long session a
-// fresh list per call is a large allocation every turn.
-func (r *Runner) messageBuffer() *[]Message {
-	if buf, ok := r.msgBufs.Get().(*[]Message); ok {
-		return buf
-	}
-	return new([]Message)
-}
-
-// recycle pools buf once the call is over; a Model keeps nothing of its
-// request after Chat returns (see Model). It is cleared first so that an
-// idle list holds no transcript alive.
-func (r *Runner) recycle(buf *[]Message) {
-	clear(*buf)
-	*buf = (*buf)[:0]
-	r.msgBufs.Put(buf)
 }

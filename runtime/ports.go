@@ -40,7 +40,7 @@ type Params struct {
 // most one system message, and it comes first.
 type ChatRequest struct {
 	Model    graphs.ModelRef
-	Messages []Message
+	Messages Prompt
 	Tools    []ToolDef
 	Params   *Params
 	// Stream asks for a streamed call; text deltas then reach onDelta as the
@@ -78,8 +78,9 @@ type Model interface {
 	// deltas of a streamed call in order. Errors wrap ErrUpstream or
 	// ErrUpstreamTimeout (or ctx.Err() when the caller went away). Retries
 	// before the first byte are the Model's business; fallbacks are the run's.
-	// req is the caller's: its slices are reused once Chat returns, so a
-	// Model must neither change them nor keep them past the call.
+	// req is the caller's, and its messages are in part a session's
+	// history, shared with the store: a Model reads them and never changes
+	// them.
 	Chat(ctx context.Context, req *ChatRequest, onDelta func(text string)) (*ChatResponse, error)
 }
 

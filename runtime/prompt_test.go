@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -82,6 +83,29 @@ func TestProviderMessages(t *testing.T) {
 			},
 		},
 		{
+			name:         "an assistant that also wrote text keeps it and its answered calls",
+			instructions: "I.",
+			in: []Message{
+				{Role: RoleUser, Content: "a"},
+				{Role: RoleAssistant, Content: "let me check", ToolCalls: []ToolCall{call("c1", "lookup"), call("c2", "lookup")}},
+				{Role: RoleTool, ToolCallID: "c1", Content: "r1"},
+				{Role: RoleUser, Content: "b"},
+				{Role: RoleAssistant, ToolCalls: []ToolCall{call("c3", "lookup")}},
+				{Role: RoleTool, ToolCallID: "c3", Content: "r3"},
+				{Role: RoleAssistant, Content: "done"},
+			},
+			want: []Message{
+				{Role: RoleSystem, Content: "I."},
+				{Role: RoleUser, Content: "a"},
+				{Role: RoleAssistant, Content: "let me check", ToolCalls: []ToolCall{call("c1", "lookup")}},
+				{Role: RoleTool, ToolCallID: "c1", Content: "r1"},
+				{Role: RoleUser, Content: "b"},
+				{Role: RoleAssistant, ToolCalls: []ToolCall{call("c3", "lookup")}},
+				{Role: RoleTool, ToolCallID: "c3", Content: "r3"},
+				{Role: RoleAssistant, Content: "done"},
+			},
+		},
+		{
 			name: "no instructions and no system messages: no system message",
 			in:   []Message{{Role: RoleUser, Content: "hi"}},
 			want: []Message{{Role: RoleUser, Content: "hi"}},
@@ -92,37 +116,63 @@ func TestProviderMessages(t *testing.T) {
 			// A session's run reads the stored history and its own
 			// messages in place: wherever the two meet, the call is the same.
 			for k := 0; k <= len(tt.in); k++ {
-				got := providerMessages(new([]Message), tt.instructions, tt.in[:k:k], tt.in[k:])
+				got := providerMessages(tt.instructions, tt.in[:k:k], tt.in[k:]).Flat()
 				if diff := cmp.Diff(tt.want, got); diff != "" {
 					t.Errorf("history of %d: providerMessages (-want +got):\n%s", k, diff)
 				}
-			}
-			got := providerMessages(new([]Message), tt.instructions, nil, tt.in)
-			for i, m := range got {
-				if i > 0 && m.Role == RoleSystem {
-					t.Errorf("system message at position %d", i)
+				for i, m := range got {
+					if i > 0 && m.Role == RoleSystem {
+						t.Errorf("history of %d: system message at position %d", k, i)
+					}
 				}
+			}
+			// Turn after turn a session's history grows in the same
+			// memory, and the cache reads only what is new; a history in
+			// other memory, or shorter than what was read, is read whole.
+			var c promptCache
+			key := SessionKey{ID: "s"}
+			arr := slices.Clone(tt.in)
+			for pass := range 2 {
+				for k := 0; k <= len(arr); k++ {
+					got := c.build(key, tt.instructions, arr[:k:k], arr[k:]).Flat()
+					if diff := cmp.Diff(tt.want, got); diff != "" {
+						t.Errorf("pass %d, history of %d: cached build (-want +got):\n%s", pass, k, diff)
+					}
+					other := slices.Clone(arr)
+					got = c.build(key, tt.instructions, other[:k:k], other[k:]).Flat()
+					if diff := cmp.Diff(tt.want, got); diff != "" {
+						t.Errorf("pass %d, history of %d in other memory: cached build (-want +got):\n%s", pass, k, diff)
+					}
+					got = c.build(key, tt.instructions, arr[:k:k], arr[k:]).Flat()
+					if diff := cmp.Diff(tt.want, got); diff != "" {
+						t.Errorf("pass %d, history of %d again: cached build (-want +got):\n%s", pass, k, diff)
+					}
+					// What a call read after the history must not have
+					// changed the history's cached reading.
+					want := providerMessages(tt.instructions, arr[:k:k], nil).Flat()
+					got = c.build(key, tt.instructions, arr[:k:k], nil).Flat()
+					if diff := cmp.Diff(want, got); diff != "" {
+						t.Errorf("pass %d, history of %d alone: cached build (-want +got):\n%s", pass, k, diff)
+					}
+				}
+			}
+			if diff := cmp.Diff(tt.in, arr); diff != "" {
+				t.Errorf("the transcript changed (-before +after):\n%s", diff)
 			}
 		})
 	}
-	// A run reuses one buffer for call after call: each call must see only
-	// its own messages, and nothing may be left past the buffer's length
-	// (a pooled buffer must not keep a transcript alive).
-	t.Run("one buffer reused", func(t *testing.T) {
-		var buf []Message
-		for range 2 {
-			for _, tt := range tests {
-				got := providerMessages(&buf, tt.instructions, nil, tt.in)
-				if diff := cmp.Diff(tt.want, got); diff != "" {
-					t.Errorf("%s: providerMessages (-want +got):\n%s", tt.name, diff)
-				}
-				for i, m := range buf[len(buf):cap(buf)] {
-					if !cmp.Equal(m, Message{}) {
-						t.Errorf("%s: buffer holds %+v at %d, past its length %d", tt.name, m, len(buf)+i, len(buf))
-					}
-				}
-				clear(buf) // as recycle does
-			}
+}
+
+// TestPromptSharesHistory checks that a call's messages read a session's
+// history where it is: a long session is not copied for every call.
+func TestPromptSharesHistory(t *testing.T) {
+	history := []Message{{Role: RoleUser, Content: "hi"}, {Role: RoleAssistant, Content: "hello"}, {Role: RoleUser, Content: "bye"}}
+	added := []Message{{Role: RoleUser, Content: "again"}}
+	var c promptCache
+	for range 2 {
+		p := c.build(SessionKey{ID: "s"}, "Be brief.", history, added)
+		if len(p) != 3 || &p[1][0] != &history[0] || len(p[1]) != len(history) || &p[2][0] != &added[0] {
+			t.Fatalf("prompt %v does not read history and added in place", p)
 		}
-	})
+	}
 }

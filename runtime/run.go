@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -39,9 +38,7 @@ type Runner struct {
 	tracer  trace.Tracer
 	metrics Metrics
 	log     *slog.Logger
-	// msgBufs holds *[]Message: provider message lists, cleared, for the
-	// next model call to reuse (see providerMessages).
-	msgBufs sync.Pool
+	prompts promptCache
 }
 
 // New returns a Runner.

@@ -49,7 +49,7 @@ func (rn *run) startChatSpan(ctx context.Context, req *ChatRequest) (context.Con
 			genai.AgentName.String(rn.agent.Name),
 		)
 		if rn.opts.CaptureContent {
-			if b, err := json.Marshal(req.Messages); err == nil {
+			if b, err := json.Marshal(req.Messages.Flat()); err == nil {
 				span.SetAttributes(genai.InputMessages.String(string(b)))
 			}
 		}
