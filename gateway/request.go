@@ -12,9 +12,11 @@ import (
 // chatRequest is the part of an OpenAI Chat Completions request the gateway
 // reads; sampling parameters are passed on to every provider call.
 type chatRequest struct {
-	Model         string            `json:"model"`
-	Messages      []runtime.Message `json:"messages"`
-	Stream        bool              `json:"stream"`
+	Model string `json:"model"`
+	// Wire holds the messages as decoded, Messages what they say.
+	Wire          []runtime.WireMessage `json:"messages"`
+	Messages      []runtime.Message     `json:"-"`
+	Stream        bool                  `json:"stream"`
 	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
@@ -34,6 +36,17 @@ func decodeChatRequest(body []byte) (*chatRequest, *Error) {
 	var req chatRequest
 	if err := json.Unmarshal(body, &req); err != nil {
 		return nil, badRequest("", "the request body is not valid JSON: %v", err)
+	}
+	if req.Wire != nil {
+		req.Messages = make([]runtime.Message, len(req.Wire))
+		for i := range req.Wire {
+			m, err := req.Wire[i].Message()
+			if err != nil {
+				return nil, badRequest("", "the request body is not valid JSON: %v", err)
+			}
+			req.Messages[i] = m
+		}
+		req.Wire = nil
 	}
 	if req.Model == "" {
 		return nil, badRequest("model", "model is required")

@@ -90,10 +90,29 @@ var errBadContent = errors.New("content must be a string, an array of content pa
 
 // UnmarshalJSON reads the OpenAI shape; see MarshalJSON.
 func (m *Message) UnmarshalJSON(b []byte) error {
-	var w wireMessage
+	var w WireMessage
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
+	return w.decode(m)
+}
+
+// WireMessage is a message as JSON carries it, its content not yet read. A
+// request of many messages decodes into WireMessages in one pass and then
+// reads each one's content (Message), where decoding into Messages would
+// scan every message's JSON twice.
+type WireMessage wireMessage
+
+// Message returns the message w holds; errors are for content that is
+// neither a string, an array of content parts, nor null.
+func (w *WireMessage) Message() (Message, error) {
+	var m Message
+	err := w.decode(&m)
+	return m, err
+}
+
+// decode sets *m to the message w holds.
+func (w *WireMessage) decode(m *Message) error {
 	*m = Message{Role: w.Role, Name: w.Name, ToolCalls: w.ToolCalls, ToolCallID: w.ToolCallID, Handoff: w.Handoff}
 	c := bytes.TrimSpace(w.Content)
 	switch {
