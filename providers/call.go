@@ -2,6 +2,7 @@ package providers
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -109,8 +110,9 @@ func (u *upstream) stream(ctx context.Context, cancel context.CancelCauseFunc, c
 	defer idle.Stop()
 
 	var acc streamAcc
+	events := newEventReader(a.body)
 	for {
-		chunk, err := st.Recv()
+		data, err := events.next()
 		if errors.Is(err, io.EOF) {
 			// The answer is whole; a server that does not end the body
 			// at once loses its connection rather than delay the answer.
@@ -120,6 +122,10 @@ func (u *upstream) stream(ctx context.Context, cancel context.CancelCauseFunc, c
 			break
 		}
 		if err != nil {
+			return nil, err
+		}
+		var chunk openai.ChatCompletionStreamResponse
+		if err := json.Unmarshal(data, &chunk); err != nil {
 			return nil, err
 		}
 		idle.Reset(u.idle)

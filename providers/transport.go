@@ -82,7 +82,7 @@ type attempt struct {
 	opened bool
 	// header holds the last answer's headers (for Retry-After).
 	header http.Header
-	// body is the last 2xx answer's body.
+	// body is the last answer's body.
 	body io.Reader
 }
 
@@ -121,7 +121,7 @@ func (a *attempt) Do(req *http.Request) (*http.Response, error) {
 		}
 		return nil, err
 	}
-	a.header = resp.Header
+	a.header, a.body = resp.Header, resp.Body
 	a.opened = resp.StatusCode >= 200 && resp.StatusCode < 300
 	if span != nil {
 		span.SetAttributes(attribute.Int("http.response.status_code", resp.StatusCode))
@@ -134,8 +134,6 @@ func (a *attempt) Do(req *http.Request) (*http.Response, error) {
 		// The span lasts until the body is closed, which for a stream is
 		// the end of the stream.
 		resp.Body = &spanBody{ReadCloser: resp.Body, span: span}
-	}
-	if a.opened {
 		a.body = resp.Body
 	}
 	return resp, nil
@@ -153,8 +151,8 @@ const (
 var errDrained = errors.New("stream body did not end after [DONE]")
 
 // drain reads what is left of the last answer's body, up to drainLimit, so
-// that its connection goes back to the pool: go-openai stops reading a
-// stream at its [DONE] event, before the end of the body, and net/http
+// that its connection goes back to the pool: a stream is read up to its
+// [DONE] event (eventReader), before the end of the body, and net/http
 // closes a connection whose body is closed unread. Without it every
 // streamed call paid for a new connection (and with a real provider a TLS
 // handshake) before its first token. The caller bounds the wait

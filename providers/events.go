@@ -1,0 +1,120 @@
+package providers
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// eventReader reads the data events of a streamed answer's body, as
+// go-openai's stream reader does (events_test.go compares the two on the
+// same bodies), without its regular expressions and its allocation per
+// line: those were most of what relaying a chunk cost, and the first chunk
+// waited for them. go-openai still makes the call and checks its status;
+// the stream's body is read here.
+type eventReader struct {
+	r     *bufio.Reader
+	long  []byte       // a line longer than r's buffer
+	other bytes.Buffer // lines that are not data events: an error body, maybe
+}
+
+func newEventReader(body io.Reader) *eventReader {
+	return &eventReader{r: bufio.NewReader(body)}
+}
+
+// emptyEventsLimit is how many lines that are not data events may come in
+// a row (go-openai's default).
+const emptyEventsLimit = 300
+
+var (
+	dataPrefix  = []byte("data:")
+	errorPrefix = []byte(`{"error":`)
+	doneEvent   = []byte("[DONE]")
+)
+
+// next returns the next data event's payload, valid until the next call. It
+// returns io.EOF at [DONE] or at the end of the body; an error event, or a
+// body that ends after an error object, is an error wrapping the
+// *openai.APIError it carries.
+func (e *eventReader) next() ([]byte, error) {
+	var empty int
+	errorEvent := false
+	for {
+		raw, readErr := e.line()
+		if readErr != nil || errorEvent {
+			// A last line without its newline is not an event.
+			if apiErr := e.apiError(); apiErr != nil {
+				return nil, fmt.Errorf("error, %w", apiErr)
+			}
+			return nil, readErr
+		}
+		line := bytes.TrimSpace(raw)
+		payload, isData := bytes.CutPrefix(line, dataPrefix)
+		if isData {
+			payload = trimSpaceLeft(payload)
+			if bytes.HasPrefix(payload, errorPrefix) {
+				errorEvent = true
+			}
+		}
+		if !isData || errorEvent {
+			if !isData {
+				payload = line
+			}
+			e.other.Write(payload)
+			if empty++; empty > emptyEventsLimit {
+				return nil, openai.ErrTooManyEmptyStreamMessages
+			}
+			continue
+		}
+		if bytes.Equal(payload, doneEvent) {
+			return nil, io.EOF
+		}
+		return payload, nil
+	}
+}
+
+// line reads one line, its newline included.
+func (e *eventReader) line() ([]byte, error) {
+	line, err := e.r.ReadSlice('\n')
+	if !errors.Is(err, bufio.ErrBufferFull) {
+		return line, err
+	}
+	e.long = append(e.long[:0], line...)
+	for errors.Is(err, bufio.ErrBufferFull) {
+		line, err = e.r.ReadSlice('\n')
+		e.long = append(e.long, line...)
+	}
+	return e.long, err
+}
+
+// apiError is the error object the lines that were not data events make up,
+// if they make up one.
+func (e *eventReader) apiError() *openai.APIError {
+	if e.other.Len() == 0 {
+		return nil
+	}
+	var resp openai.ErrorResponse
+	if json.Unmarshal(e.other.Bytes(), &resp) != nil {
+		return nil
+	}
+	return resp.Error
+}
+
+// trimSpaceLeft drops the leading white space `\s` of a regular expression
+// matches: tab, newline, form feed, carriage return and space.
+func trimSpaceLeft(b []byte) []byte {
+	for len(b) > 0 {
+		switch b[0] {
+		case '\t', '\n', '\f', '\r', ' ':
+			b = b[1:]
+		default:
+			return b
+		}
+	}
+	return b
+}

@@ -1,0 +1,135 @@
+package providers
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// goOpenAIEvents reads body with go-openai's own stream reader: every
+// payload and the error that ends the stream.
+func goOpenAIEvents(t testing.TB, body []byte) (payloads []string, end error) {
+	cfg := openai.DefaultConfig("k")
+	cfg.BaseURL = "http://events.invalid/v1"
+	cfg.HTTPClient = &http.Client{Transport: roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: http.StatusOK, Status: "200 OK", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+			Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: io.NopCloser(bytes.NewReader(body)), Request: req}, nil
+	})}
+	st, err := openai.NewClientWithConfig(cfg).CreateChatCompletionStream(t.Context(), openai.ChatCompletionRequest{Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for range 10000 {
+		raw, err := st.RecvRaw()
+		if err != nil {
+			return payloads, err
+		}
+		payloads = append(payloads, string(raw))
+	}
+	t.Fatal("go-openai's reader did not end")
+	return nil, nil
+}
+
+// ourEvents reads body with eventReader.
+func ourEvents(t testing.TB, body []byte) (payloads []string, end error) {
+	e := newEventReader(bytes.NewReader(body))
+	for range 10000 {
+		raw, err := e.next()
+		if err != nil {
+			return payloads, err
+		}
+		payloads = append(payloads, string(raw))
+	}
+	t.Fatal("eventReader did not end")
+	return nil, nil
+}
+
+// sameEvents checks that both readers read body alike.
+func sameEvents(t testing.TB, body []byte) {
+	want, wantErr := goOpenAIEvents(t, body)
+	got, gotErr := ourEvents(t, body)
+	if strings.Join(got, "\x00") != strings.Join(want, "\x00") || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+		t.Fatalf("body %q:\n go-openai read %q, then %v\n eventReader read %q, then %v", body, want, wantErr, got, gotErr)
+	}
+	var apiErr *openai.APIError
+	if errors.As(wantErr, &apiErr) != errors.As(gotErr, &apiErr) {
+		t.Fatalf("body %q: go-openai's end %v and ours %v differ in carrying an *openai.APIError", body, wantErr, gotErr)
+	}
+}
+
+// TestEventReaderReadsAsGoOpenAI compares eventReader with go-openai's stream
+// reader on hand-written bodies and on FuzzStreamParse's corpus.
+func TestEventReaderReadsAsGoOpenAI(t *testing.T) {
+	bodies := []string{
+		"data: {\"a\":1}\n\ndata: [DONE]\n\n",
+		"data:{\"a\":1}\r\n\r\ndata:  \t[DONE]\r\n",
+		"event: message\ndata: {\"a\":1}\n\n: keep-alive\n\ndata: {\"b\":2}\n",
+		"data: {\"a\":1}", // the last line has no newline
+		"data: {\"error\": {\"message\": \"overloaded\", \"type\": \"server_error\"}}\n\n",
+		"data: {\"error\": null}\n\ndata: {\"a\":1}\n\n",
+		"{\"error\": {\"message\": \"bad key\", \"code\": \"invalid_api_key\"}}\n",
+		"<html>\n<body>502 Bad Gateway</body>\n</html>\n",
+		"data: [DONE]\n\ndata: {\"a\":1}\n\n",
+		"data: " + strings.Repeat("x", 10000) + "\n\ndata: {\"a\":1}\n",
+		strings.Repeat("\n", 299) + "data: {\"a\":1}\n",
+		strings.Repeat("\n", 301) + "data: {\"a\":1}\n",
+		"",
+	}
+	for i, b := range bodies {
+		t.Run(strconv.Itoa(i), func(t *testing.T) { sameEvents(t, []byte(b)) })
+	}
+	dir := filepath.Join("testdata", "fuzz", "FuzzStreamParse")
+	files, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		t.Run(f.Name(), func(t *testing.T) {
+			raw, err := os.ReadFile(filepath.Join(dir, f.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, err := corpusBytes(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameEvents(t, body)
+		})
+	}
+}
+
+// FuzzEventReader checks that eventReader reads any body as go-openai's
+// stream reader does:
+//
+//	go test ./providers -run '^$' -fuzz '^FuzzEventReader$' -fuzztime 10m
+func FuzzEventReader(f *testing.F) {
+	f.Add([]byte("data: {\"a\":1}\n\ndata: [DONE]\n\n"))
+	f.Add([]byte("data: {\"error\": {\"message\": \"x\"}}\n\n"))
+	f.Add([]byte(": ping\r\nevent: x\r\ndata:{}\r\n"))
+	f.Fuzz(func(t *testing.T, body []byte) { sameEvents(t, body) })
+}
+
+// corpusBytes reads a `go test fuzz v1` file holding one []byte.
+func corpusBytes(raw []byte) ([]byte, error) {
+	_, rest, ok := strings.Cut(string(raw), "\n")
+	if !ok {
+		return nil, errors.New("not a fuzz corpus file")
+	}
+	rest = strings.TrimSpace(rest)
+	q, ok := strings.CutPrefix(rest, "[]byte(")
+	if !ok || !strings.HasSuffix(q, ")") {
+		return nil, fmt.Errorf("not a []byte value: %.40q", rest)
+	}
+	s, err := strconv.Unquote(strings.TrimSuffix(q, ")"))
+	return []byte(s), err
+}
