@@ -135,7 +135,7 @@ func (rn *run) acceptHandoff(ctx context.Context, h *graphs.Handoff, call ToolCa
 		// The filtered messages become the whole session: the next save
 		// replaces what is stored. They may share memory with the history,
 		// which the run must not write to: the transcript gets its own.
-		rn.history = nil
+		rn.history, rn.histScan = nil, newPromptScan()
 		rn.transcript = append(make([]Message, 0, len(filtered)+4), filtered...)
 		rn.saved, rn.replace = 0, true
 	}

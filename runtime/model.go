@@ -9,14 +9,8 @@ import (
 // callModel makes the current agent's next model call: its model, then its
 // fallbacks in order while a call fails before any text reached the client.
 func (rn *run) callModel(ctx context.Context) (*ChatResponse, error) {
-	var msgs Prompt
-	if rn.session {
-		msgs = rn.prompts.build(rn.key, rn.agent.Instructions, rn.history, rn.transcript)
-	} else {
-		msgs = providerMessages(rn.agent.Instructions, rn.history, rn.transcript)
-	}
 	req := &ChatRequest{
-		Messages: msgs,
+		Messages: rn.histScan.promptWith(rn.agent.Instructions, rn.history, rn.transcript),
 		Tools:    rn.offered(),
 		Params:   rn.req.Params,
 		Stream:   rn.req.Stream,

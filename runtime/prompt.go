@@ -17,9 +17,10 @@ import (
 // A session's transcript is its history, shared with the store, followed by
 // what the run added. The messages are not copied: the call gets runs of
 // the transcript (a Prompt), broken only where a message is left out or
-// changed. And the reading of a history is remembered per session
-// (promptCache), so that the next turn reads only what is new: building a
-// call of turn 200 costs what building one of turn 2 does.
+// changed. And the reading of a history (which also finds the session's
+// active agent) is remembered per session (promptCache), so that the next
+// turn reads only what is new: building a call of turn 200 costs what
+// building one of turn 2 does.
 
 // Prompt is a provider call's messages in order, as consecutive runs: the
 // messages are the runs' messages one after the other. A run may be part of
@@ -85,6 +86,8 @@ type promptScan struct {
 	// slice beats a map.
 	openPart, openAt int
 	pending          []string
+	// marker is the `to` of the last handoff marker read, empty for none.
+	marker string
 }
 
 func newPromptScan() promptScan { return promptScan{openPart: -1} }
@@ -103,6 +106,9 @@ func (s *promptScan) read(srcs *[2][]Message, src, from int) {
 	msgs := srcs[src]
 	for i := from; i < len(msgs); i++ {
 		m := &msgs[i]
+		if m.Handoff != nil {
+			s.marker = m.Handoff.To
+		}
 		switch {
 		case m.IsSystem():
 			s.sys = append(s.sys, m.Content)
@@ -197,12 +203,19 @@ func (s *promptScan) prompt(instructions string, history, added []Message) Promp
 // providerMessages builds a call's messages from history followed by
 // added, reading both whole.
 func providerMessages(instructions string, history, added []Message) Prompt {
-	srcs := &[2][]Message{history, added}
 	s := newPromptScan()
-	s.read(srcs, fromHistory, 0)
-	s.read(srcs, fromAdded, 0)
-	s.closeOpen(srcs)
-	return s.prompt(instructions, history, added)
+	s.read(&[2][]Message{history, nil}, fromHistory, 0)
+	return s.promptWith(instructions, history, added)
+}
+
+// promptWith builds a call's messages from history, which s is the scan
+// of, followed by added; s does not change.
+func (s *promptScan) promptWith(instructions string, history, added []Message) Prompt {
+	c := s.clone()
+	srcs := &[2][]Message{history, added}
+	c.read(srcs, fromAdded, 0)
+	c.closeOpen(srcs)
+	return c.prompt(instructions, history, added)
 }
 
 // promptCache remembers, per session, how the history a run loaded reads
@@ -228,18 +241,15 @@ type promptEntry struct {
 // its next turn.
 const promptCacheEntries = 4096
 
-// build builds a call's messages from a session's history followed by
-// added, reading only what the session's entry has not read yet.
-func (c *promptCache) build(key SessionKey, instructions string, history, added []Message) Prompt {
-	srcs := &[2][]Message{history, added}
+// history returns the scan of a session's history, reading only what the
+// session's entry has not read yet.
+func (c *promptCache) history(key SessionKey, history []Message) promptScan {
 	s, from := c.lookup(key, history)
-	s.read(srcs, fromHistory, from)
+	s.read(&[2][]Message{history, nil}, fromHistory, from)
 	if len(history) > from {
 		c.store(key, history, s.clone())
 	}
-	s.read(srcs, fromAdded, 0)
-	s.closeOpen(srcs)
-	return s.prompt(instructions, history, added)
+	return s
 }
 
 // lookup returns a copy of the scan of history's first n messages, and n.

@@ -134,23 +134,26 @@ func TestProviderMessages(t *testing.T) {
 			arr := slices.Clone(tt.in)
 			for pass := range 2 {
 				for k := 0; k <= len(arr); k++ {
-					got := c.build(key, tt.instructions, arr[:k:k], arr[k:]).Flat()
+					got := buildCached(&c, key, tt.instructions, arr[:k:k], arr[k:]).Flat()
 					if diff := cmp.Diff(tt.want, got); diff != "" {
 						t.Errorf("pass %d, history of %d: cached build (-want +got):\n%s", pass, k, diff)
 					}
+					if got, want := c.history(key, arr[:k:k]).marker, lastMarker(arr[:k]); got != want {
+						t.Errorf("pass %d, history of %d: marker %q, want %q", pass, k, got, want)
+					}
 					other := slices.Clone(arr)
-					got = c.build(key, tt.instructions, other[:k:k], other[k:]).Flat()
+					got = buildCached(&c, key, tt.instructions, other[:k:k], other[k:]).Flat()
 					if diff := cmp.Diff(tt.want, got); diff != "" {
 						t.Errorf("pass %d, history of %d in other memory: cached build (-want +got):\n%s", pass, k, diff)
 					}
-					got = c.build(key, tt.instructions, arr[:k:k], arr[k:]).Flat()
+					got = buildCached(&c, key, tt.instructions, arr[:k:k], arr[k:]).Flat()
 					if diff := cmp.Diff(tt.want, got); diff != "" {
 						t.Errorf("pass %d, history of %d again: cached build (-want +got):\n%s", pass, k, diff)
 					}
 					// What a call read after the history must not have
 					// changed the history's cached reading.
 					want := providerMessages(tt.instructions, arr[:k:k], nil).Flat()
-					got = c.build(key, tt.instructions, arr[:k:k], nil).Flat()
+					got = buildCached(&c, key, tt.instructions, arr[:k:k], nil).Flat()
 					if diff := cmp.Diff(want, got); diff != "" {
 						t.Errorf("pass %d, history of %d alone: cached build (-want +got):\n%s", pass, k, diff)
 					}
@@ -170,9 +173,26 @@ func TestPromptSharesHistory(t *testing.T) {
 	added := []Message{{Role: RoleUser, Content: "again"}}
 	var c promptCache
 	for range 2 {
-		p := c.build(SessionKey{ID: "s"}, "Be brief.", history, added)
+		p := buildCached(&c, SessionKey{ID: "s"}, "Be brief.", history, added)
 		if len(p) != 3 || &p[1][0] != &history[0] || len(p[1]) != len(history) || &p[2][0] != &added[0] {
 			t.Fatalf("prompt %v does not read history and added in place", p)
 		}
 	}
+}
+
+// buildCached builds a call's messages as a session's run does.
+func buildCached(c *promptCache, key SessionKey, instructions string, history, added []Message) Prompt {
+	s := c.history(key, history)
+	return s.promptWith(instructions, history, added)
+}
+
+// lastMarker is the `to` of the last handoff marker of msgs, read from the
+// end.
+func lastMarker(msgs []Message) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Handoff != nil {
+			return msgs[i].Handoff.To
+		}
+	}
+	return ""
 }

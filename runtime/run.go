@@ -90,6 +90,7 @@ type run struct {
 	// appends to transcript alone, so a turn of a long session never copies
 	// what came before it.
 	history    []Message
+	histScan   promptScan // how history reads for a prompt
 	transcript []Message
 	saved      int  // transcript[:saved] is in the store, after history
 	replace    bool // the next save rewrites the whole session with transcript
@@ -117,6 +118,7 @@ func (r *Runner) Run(ctx context.Context, req *Request, emit func(Event)) (res *
 	}
 	rn := &run{Runner: r, req: req, emit: emit, graph: req.Graph}
 	if req.SessionID == "" {
+		rn.histScan = newPromptScan()
 		rn.transcript = req.Messages
 		rn.agent = req.Graph.Lead
 		if err := rn.checkClientTools(); err != nil {
@@ -158,8 +160,9 @@ func (rn *run) inSession(ctx context.Context) (*Result, error) {
 	defer stop()
 
 	rn.history = sess.Messages
+	rn.histScan = rn.prompts.history(rn.key, rn.history)
 	rn.transcript = append(make([]Message, 0, len(input)+8), input...)
-	rn.agent = activeAgent(rn.graph, sess.Messages)
+	rn.agent = activeAgent(rn.graph, rn.histScan.marker)
 	if err := rn.checkClientTools(); err != nil {
 		return nil, err
 	}
@@ -209,16 +212,12 @@ func newInput(msgs []Message) []Message {
 	return msgs
 }
 
-// activeAgent is the `to` of the last handoff marker, or the lead when there
-// is none or that agent is not in the graph.
-func activeAgent(g *graphs.Graph, transcript []Message) *graphs.Agent {
-	for i := len(transcript) - 1; i >= 0; i-- {
-		if h := transcript[i].Handoff; h != nil {
-			if a, ok := g.Agents[h.To]; ok {
-				return a
-			}
-			break
-		}
+// activeAgent is the agent a session's last handoff marker names (its
+// `to`, CONTRACT §4.1), or the lead when there is none or that agent is not
+// in the graph.
+func activeAgent(g *graphs.Graph, marker string) *graphs.Agent {
+	if a, ok := g.Agents[marker]; ok {
+		return a
 	}
 	return g.Lead
 }

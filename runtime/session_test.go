@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -124,5 +125,70 @@ graphs: {plain: {lead: assistant}}
 			}
 			_ = mem.Release(t.Context(), runtime.SessionKey{ID: "s"}, lease)
 		})
+	}
+}
+
+// instructionsModel answers every call and records the system message of
+// each, which names the agent that was called.
+type instructionsModel struct {
+	mu     sync.Mutex
+	system []string
+}
+
+func (m *instructionsModel) Chat(_ context.Context, req *runtime.ChatRequest, _ func(string)) (*runtime.ChatResponse, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.system = append(m.system, req.Messages.Flat()[0].Content)
+	return &runtime.ChatResponse{Message: runtime.Message{Role: runtime.RoleAssistant, Content: "ok"}, FinishReason: "stop"}, nil
+}
+
+// TestSessionActiveAgent checks which agent a session's turn starts with
+// (CONTRACT §4.1): the one its last handoff marker names, turn after turn,
+// or the graph's lead when there is no marker or the graph has no such
+// agent; an earlier marker never counts.
+func TestSessionActiveAgent(t *testing.T) {
+	cfg, err := graphs.Parse([]byte(`
+providers: {fake: {base_url: "http://127.0.0.1:1/v1"}}
+agents:
+  triage: {description: Triage., instructions: I am triage., model: fake/m, handoffs: [billing]}
+  billing: {description: Billing., instructions: I am billing., model: fake/m}
+  greeter: {instructions: I am greeter., model: fake/m, handoffs: [concierge]}
+  concierge: {description: Concierge., instructions: I am concierge., model: fake/m}
+graphs: {desk: {lead: triage}, front: {lead: greeter}}
+`), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := cache.NewMemory(cache.Options{})
+	defer store.Close()
+	key := runtime.SessionKey{ID: "s"}
+	note := func(from, to string) runtime.Message {
+		return runtime.Message{Role: runtime.RoleSystem, Content: "routing note", Handoff: &runtime.Marker{From: from, To: to}}
+	}
+	_, lease, err := store.Acquire(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Save(t.Context(), key, lease, runtime.Write{ActiveAgent: "billing", Release: true, Messages: []runtime.Message{
+		{Role: runtime.RoleUser, Content: "hi"}, note("greeter", "concierge"), note("triage", "billing"),
+		{Role: runtime.RoleAssistant, Content: "billing here"},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	model := &instructionsModel{}
+	r := runtime.New(runtime.Options{Model: model, Store: store})
+	for _, step := range []struct{ graph, want string }{
+		{"desk", "I am billing."}, {"desk", "I am billing."}, // every turn, with the history read from the cache
+		{"front", "I am greeter."}, // billing is not in front: its lead, not the earlier marker's concierge
+		{"desk", "I am billing."},
+	} {
+		res, err := r.Run(t.Context(), &runtime.Request{Graph: cfg.Graphs[step.graph], SessionID: key.ID,
+			Messages: []runtime.Message{{Role: runtime.RoleUser, Content: "again"}}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := model.system[len(model.system)-1]; !strings.HasPrefix(got, step.want) {
+			t.Errorf("graph %s: the call's system message is %q, want it to start with %q (agent %s answered)", step.graph, got, step.want, res.Agent)
+		}
 	}
 }
