@@ -78,3 +78,26 @@ func TestHarnessWritesReport(t *testing.T) {
 		}
 	}
 }
+
+// TestKeptNotes checks that a run keeps the hand-written end of the report
+// it replaces, and only that.
+func TestKeptNotes(t *testing.T) {
+	dir := t.TempDir()
+	with := filepath.Join(dir, "with.md")
+	notes := notesMark + "\n\n## Round 9 notes\n\nBy hand.\n"
+	if err := os.WriteFile(with, []byte("# Benchmarks\n\n| old | table |\n\n"+notes), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := keptNotes(with); got != "\n"+notes {
+		t.Errorf("keptNotes = %q, want %q", got, "\n"+notes)
+	}
+	without := filepath.Join(dir, "without.md")
+	if err := os.WriteFile(without, []byte("# Benchmarks\n\n## Round 9 notes\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{without, filepath.Join(dir, "absent.md")} {
+		if got := keptNotes(path); got != "" {
+			t.Errorf("keptNotes(%s) = %q, want nothing", filepath.Base(path), got)
+		}
+	}
+}

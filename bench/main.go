@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 )
 
 // options says how much to measure and where the report goes.
@@ -124,12 +125,31 @@ func run(ctx context.Context, o options, stdout, progress io.Writer) error {
 		return err
 	}
 	if o.out != "" {
+		md += keptNotes(o.out)
 		if err := os.WriteFile(o.out, []byte(md), 0o644); err != nil {
 			return fmt.Errorf("write report: %w", err)
 		}
 		fmt.Fprintln(progress, "wrote", o.out)
 	}
 	return nil
+}
+
+// notesMark starts the part of the report written by hand, which a run
+// keeps.
+const notesMark = "<!-- Notes written by hand: the harness keeps what follows. -->"
+
+// keptNotes returns the hand-written part of the report at path, from
+// notesMark on, after a blank line; empty when there is none.
+func keptNotes(path string) string {
+	old, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	_, notes, ok := strings.Cut(string(old), notesMark)
+	if !ok {
+		return ""
+	}
+	return "\n" + notesMark + notes
 }
 
 // tail is the last n bytes of s.
