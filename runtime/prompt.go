@@ -72,7 +72,7 @@ const (
 type promptPart struct {
 	src    int
 	lo, hi int
-	own    Message
+	own    *Message
 }
 
 // promptScan is the state of reading a transcript for a prompt. Reading
@@ -162,7 +162,7 @@ func (s *promptScan) closeOpen(srcs *[2][]Message) {
 			repl = append(repl, promptPart{src: p.src, lo: p.lo, hi: s.openAt})
 		}
 		if m.Content != "" || len(m.Parts) > 0 || len(m.ToolCalls) > 0 {
-			repl = append(repl, promptPart{src: fromOwn, own: m})
+			repl = append(repl, promptPart{src: fromOwn, own: &m})
 		}
 		if s.openAt+1 < p.hi {
 			repl = append(repl, promptPart{src: p.src, lo: s.openAt + 1, hi: p.hi})
@@ -194,7 +194,7 @@ func (s *promptScan) prompt(instructions string, history, added []Message) Promp
 		case fromAdded:
 			out = append(out, added[p.lo:p.hi:p.hi])
 		default:
-			out = append(out, []Message{p.own})
+			out = append(out, []Message{*p.own})
 		}
 	}
 	return out
