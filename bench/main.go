@@ -44,7 +44,7 @@ func defaults(quick bool) options {
 			warmup: 100, longSessions: 2, longTurns: 30, shortSessions: 60, idleSessions: 2000}
 	}
 	return options{rounds: 3, n1: 1500, n32: 8000, n64: 4000, s1: 150, s32: 960, s64: 640,
-		warmup: 300, longSessions: 32, longTurns: 50, shortSessions: 1600, idleSessions: 10000}
+		warmup: 300, longSessions: 32, longTurns: 50, shortSessions: 1600, idleSessions: 4000}
 }
 
 func main() {

@@ -104,7 +104,7 @@ func (r *report) markdown() string {
 	if g := r.growth(); g != "" {
 		w("\n%s The provider call's encoding is outside *overhead*: go-openai (the required upstream client) encodes the request without its messages, and the gateway appends the transcript's messages into that body itself, in a pooled buffer (providers/body.go), where the proxy copies bytes.\n", g)
 	}
-	w("\nMemory per idle in-memory session (one turn: two ~40-byte messages): %.0f bytes of heap. ", r.idleBytes)
+	w("\nMemory per idle in-memory session (one turn: two ~40-byte messages, run through the runtime as the gateway runs it, %d sessions): %.0f bytes of heap, the store's session and the runtime's prompt cache entry for it (kept for up to 4096 sessions, a weak pointer to the history and how it reads: it grows with the handoffs of the session, not its length). ", r.o.idleSessions, r.idleBytes)
 	w("The memory store keeps a session until `store.session_ttl` (default 24h) passes without a turn; expired sessions are swept every minute.\n")
 
 	w("\n## Targets\n\n| target | measured | limit | holds |\n|---|--:|--:|:-:|\n")
@@ -122,7 +122,7 @@ func (r *report) markdown() string {
 	w("CPU time is summed over the process's threads from `/proc/<pid>/task/*/schedstat`; allocations are `go_memstats_mallocs_total` from the process's `/metrics`, less what one scrape allocates; RSS is `VmRSS`, sampled every 10 ms. ")
 	w("Session rows send each request as the next turn of the worker's session (%d turns per session) with only the new user message. ", turnsPerSession)
 	w("The handoff row is triage → billing → lookup_charges (an HTTP tool) → answer: three model calls and a tool call inside one request, against the same calls made one after another by the client.\n\n")
-	w("Micro-benchmarks of the hot paths: `go test -run '^$' -bench . -benchmem ./gateway ./runtime ./cache`.\n")
+	w("Micro-benchmarks of the hot paths: `go test -run '^$' -bench . -benchmem ./gateway ./runtime ./cache ./providers ./internal/jsonenc`.\n")
 	return b.String()
 }
 
