@@ -1,0 +1,63 @@
+package providers
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/switchboard-ai/switchboard/runtime"
+)
+
+// BenchmarkBody builds a provider call's body from go-openai's and the
+// call's messages, for a short and a long session (the history and the
+// turn's own messages as two runs, as a session's call has them).
+func BenchmarkBody(b *testing.B) {
+	goBody := []byte(`{"model":"m","messages":[],"stream":true,"stream_options":{"include_usage":true}}`)
+	for _, turns := range []int{1, 200} {
+		var history []runtime.Message
+		for i := range turns {
+			history = append(history,
+				runtime.Message{Role: runtime.RoleUser, Content: fmt.Sprintf("Turn %d: hello there, what can you do for me today?", i)},
+				runtime.Message{Role: runtime.RoleAssistant, Content: "Hello! How can I help you today?"})
+		}
+		p := &bodyPatch{messages: runtime.Prompt{
+			{{Role: runtime.RoleSystem, Content: "You are a helpful assistant."}},
+			history,
+			{{Role: runtime.RoleUser, Content: "And now?"}},
+		}}
+		var pool bodyBuffers
+		b.Run(fmt.Sprintf("messages=%d", p.messages.Len()), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				req, err := http.NewRequest(http.MethodPost, "http://x.invalid/v1/chat/completions", bytes.NewReader(goBody))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := p.apply(req, &pool); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkEventReader reads a streamed answer of 100 content chunks.
+func BenchmarkEventReader(b *testing.B) {
+	chunk := `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"m","choices":[{"index":0,"delta":{"content":" word"},"finish_reason":null}]}` + "\n\n"
+	body := []byte(strings.Repeat(chunk, 100) + "data: [DONE]\n\n")
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		e := newEventReader(bytes.NewReader(body))
+		for {
+			if _, err := e.next(); err == io.EOF {
+				break
+			} else if err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
