@@ -118,8 +118,8 @@ func BenchmarkRedisTurn(b *testing.B) {
 	}
 }
 
-// BenchmarkCloneMessages copies a 400-message transcript, as Acquire of a
-// 200-turn session does.
+// BenchmarkCloneMessages copies a 400-message transcript, as a Replace of
+// a 200-turn session does.
 func BenchmarkCloneMessages(b *testing.B) {
 	var msgs []runtime.Message
 	for i := range 200 {

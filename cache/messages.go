@@ -31,8 +31,8 @@ func cloneMessage(m runtime.Message) runtime.Message {
 // appendClones appends copies of src to dst. Most messages are plain text,
 // which a struct copy already separates (strings are immutable): all are
 // copied at once, and only those holding parts, tool calls or a marker are
-// then deep-copied. A long transcript is copied on every Acquire, and one
-// bulk copy is several times faster than appending message by message.
+// then deep-copied. One bulk copy is several times faster than appending
+// message by message (a Replace copies a whole transcript).
 func appendClones(dst, src []runtime.Message) []runtime.Message {
 	n := len(dst)
 	dst = append(dst, src...)
