@@ -29,28 +29,24 @@ func goOpenAIEvents(t testing.TB, body []byte) (payloads []string, end error) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	for range 10000 {
-		raw, err := st.RecvRaw()
-		if err != nil {
-			return payloads, err
-		}
-		payloads = append(payloads, string(raw))
-	}
-	t.Fatal("go-openai's reader did not end")
-	return nil, nil
+	return readEvents(t, "go-openai's reader", st.RecvRaw)
 }
 
 // ourEvents reads body with eventReader.
 func ourEvents(t testing.TB, body []byte) (payloads []string, end error) {
-	e := newEventReader(bytes.NewReader(body))
+	return readEvents(t, "eventReader", newEventReader(bytes.NewReader(body)).next)
+}
+
+// readEvents calls next until it fails: the payloads and the error.
+func readEvents(t testing.TB, reader string, next func() ([]byte, error)) (payloads []string, end error) {
 	for range 10000 {
-		raw, err := e.next()
+		raw, err := next()
 		if err != nil {
 			return payloads, err
 		}
 		payloads = append(payloads, string(raw))
 	}
-	t.Fatal("eventReader did not end")
+	t.Fatalf("%s did not end", reader)
 	return nil, nil
 }
 
