@@ -57,5 +57,6 @@ func (s *Server) deleteSession(c *gin.Context) {
 		s.abort(c, fromRunError(err))
 		return
 	}
+	s.opts.Runner.ForgetSession(key)
 	c.Status(http.StatusNoContent)
 }

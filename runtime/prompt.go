@@ -60,25 +60,29 @@ func PromptOf(msgs ...Message) Prompt {
 	return Prompt{msgs}
 }
 
-// The sources a prompt part reads.
+// The sources a prompt reads: srcs[fromHistory] and srcs[fromAdded].
 const (
 	fromHistory = iota
 	fromAdded
-	fromOwn // the part's own message, changed from the transcript's
 )
 
-// promptPart is one run of a prompt: messages [lo, hi) of its source, or
-// its own message.
+// promptPart is one run of a prompt: messages [lo, hi) of its source; or,
+// when drop is set, message lo alone without the tool calls drop names.
 type promptPart struct {
 	src    int
 	lo, hi int
-	own    *Message
+	drop   []string
 }
+
+// msgRef is message i of source src.
+type msgRef struct{ src, i int }
 
 // promptScan is the state of reading a transcript for a prompt. Reading
 // history and then added gives what reading both as one transcript would.
+// It refers to messages by position and holds none of their text, so that
+// a cached scan keeps nothing of a conversation (see promptCache).
 type promptScan struct {
-	sys   []string // the transcript's system and developer texts
+	sys   []msgRef // the transcript's system and developer messages
 	parts []promptPart
 	// The assistant message whose tool calls are still being answered (its
 	// part and its index in that part's source; part -1 when none), and
@@ -111,7 +115,7 @@ func (s *promptScan) read(srcs *[2][]Message, src, from int) {
 		}
 		switch {
 		case m.IsSystem():
-			s.sys = append(s.sys, m.Content)
+			s.sys = append(s.sys, msgRef{src, i})
 		case m.Role == RoleTool:
 			j := -1
 			if s.openPart >= 0 {
@@ -140,7 +144,7 @@ func (s *promptScan) read(srcs *[2][]Message, src, from int) {
 // keep adds message i of source src, extending the last run when it is
 // the message before.
 func (s *promptScan) keep(src, i int) {
-	if n := len(s.parts); n > 0 && s.parts[n-1].src == src && s.parts[n-1].hi == i {
+	if n := len(s.parts); n > 0 && s.parts[n-1].src == src && s.parts[n-1].hi == i && s.parts[n-1].drop == nil {
 		s.parts[n-1].hi++
 		return
 	}
@@ -162,7 +166,7 @@ func (s *promptScan) closeOpen(srcs *[2][]Message) {
 			repl = append(repl, promptPart{src: p.src, lo: p.lo, hi: s.openAt})
 		}
 		if m.Content != "" || len(m.Parts) > 0 || len(m.ToolCalls) > 0 {
-			repl = append(repl, promptPart{src: fromOwn, own: &m})
+			repl = append(repl, promptPart{src: p.src, lo: s.openAt, hi: s.openAt + 1, drop: slices.Clone(s.pending)})
 		}
 		if s.openAt+1 < p.hi {
 			repl = append(repl, promptPart{src: p.src, lo: s.openAt + 1, hi: p.hi})
@@ -173,14 +177,14 @@ func (s *promptScan) closeOpen(srcs *[2][]Message) {
 }
 
 // prompt returns the call's messages for an agent with instructions.
-func (s *promptScan) prompt(instructions string, history, added []Message) Prompt {
+func (s *promptScan) prompt(instructions string, srcs *[2][]Message) Prompt {
 	var sys strings.Builder
 	sys.WriteString(instructions)
-	for _, t := range s.sys {
+	for _, r := range s.sys {
 		if sys.Len() > 0 {
 			sys.WriteString("\n\n")
 		}
-		sys.WriteString(t)
+		sys.WriteString(srcs[r.src][r.i].Content)
 	}
 	out := make(Prompt, 0, len(s.parts)+1)
 	if sys.Len() > 0 {
@@ -188,14 +192,11 @@ func (s *promptScan) prompt(instructions string, history, added []Message) Promp
 	}
 	for i := range s.parts {
 		p := &s.parts[i]
-		switch p.src {
-		case fromHistory:
-			out = append(out, history[p.lo:p.hi:p.hi])
-		case fromAdded:
-			out = append(out, added[p.lo:p.hi:p.hi])
-		default:
-			out = append(out, []Message{*p.own})
+		if p.drop != nil {
+			out = append(out, []Message{withoutCalls(srcs[p.src][p.lo], p.drop)})
+			continue
 		}
+		out = append(out, srcs[p.src][p.lo:p.hi:p.hi])
 	}
 	return out
 }
@@ -215,17 +216,18 @@ func (s *promptScan) promptWith(instructions string, history, added []Message) P
 	srcs := &[2][]Message{history, added}
 	c.read(srcs, fromAdded, 0)
 	c.closeOpen(srcs)
-	return c.prompt(instructions, history, added)
+	return c.prompt(instructions, srcs)
 }
 
 // promptCache remembers, per session, how the history a run loaded reads
 // for a prompt. The next turn loads the same history grown by a few
 // messages, in the same memory (stores only append past what they handed
 // out; see Store): it reads only those. An entry holds a weak pointer to
-// the history's first message, so it keeps no transcript alive, and is
-// used only while that message is still the first of the history loaded,
-// which a store that rewrote the session (a filter's Replace) or forgot it
-// has changed.
+// the history's first message and positions in it, so it keeps nothing of
+// the conversation, and is used only while that message is still the
+// first of the history loaded, which a store that rewrote the session (a
+// filter's Replace) or forgot it has changed. The gateway forgets a
+// session's entry when the session is deleted (Runner.ForgetSession).
 type promptCache struct {
 	mu      sync.Mutex
 	entries map[SessionKey]*promptEntry
@@ -295,4 +297,11 @@ func withoutCalls(m Message, drop []string) Message {
 	}
 	m.ToolCalls = kept
 	return m
+}
+
+// forget drops key's entry.
+func (c *promptCache) forget(key SessionKey) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.entries, key)
 }

@@ -196,3 +196,20 @@ func lastMarker(msgs []Message) string {
 	}
 	return ""
 }
+
+// TestPromptCacheForget checks that a forgotten session is read whole again
+// and that other sessions keep their entries.
+func TestPromptCacheForget(t *testing.T) {
+	history := []Message{{Role: RoleUser, Content: "hi"}, {Role: RoleAssistant, Content: "hello"}}
+	var c promptCache
+	a, b := SessionKey{ID: "a"}, SessionKey{ID: "b"}
+	c.history(a, history)
+	c.history(b, history)
+	c.forget(a)
+	if _, n := c.lookup(a, history); n != 0 {
+		t.Errorf("forgotten session: %d messages read from the cache, want 0", n)
+	}
+	if _, n := c.lookup(b, history); n != len(history) {
+		t.Errorf("other session: %d messages read from the cache, want %d", n, len(history))
+	}
+}

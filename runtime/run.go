@@ -58,6 +58,12 @@ func New(opts Options) *Runner {
 	return r
 }
 
+// ForgetSession drops what the Runner remembers of a session (how its
+// history reads; see promptCache): call it when the session is deleted.
+func (r *Runner) ForgetSession(key SessionKey) {
+	r.prompts.forget(key)
+}
+
 // Request is one run to make.
 type Request struct {
 	Graph *graphs.Graph
