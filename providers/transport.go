@@ -34,12 +34,14 @@ func newTransport(timeout time.Duration) *http.Transport {
 	}
 }
 
-// writeBuffer is the size of a provider connection's write buffer. net/http
-// writes a request's headers and in-memory body (see bodyPatch.apply)
-// through it, and copies what does not fit to the socket through a fresh
-// buffer of up to 32 KB per request: with the default 4 KB, every call of a
-// long session made that much garbage.
-const writeBuffer = 64 << 10
+// writeBuffer is the size of a provider connection's write buffer (HTTP/1.1
+// only; HTTP/2 has its own). net/http writes a request's headers and
+// in-memory body (see bodyPatch.apply) through it, and copies what does not
+// fit to the socket through a fresh buffer of up to 32 KB per request: with
+// the default 4 KB, every call of a long session made that much garbage.
+// 32 KB holds the body of a 200-turn chat; every connection, idle ones
+// included, keeps its buffer.
+const writeBuffer = 32 << 10
 
 // propagator injects the trace context of the request's context into its
 // headers, so the provider's spans (when it traces) join the run's trace.
@@ -144,7 +146,7 @@ func (a *attempt) Do(req *http.Request) (*http.Response, error) {
 // and it comes at once.
 const (
 	drainLimit = 4 << 10
-	drainWait  = 100 * time.Millisecond
+	drainWait  = 25 * time.Millisecond
 )
 
 // errDrained cancels a whole stream whose body did not end in drainWait.
