@@ -32,8 +32,8 @@ func (idleModel) Chat(_ context.Context, req *runtime.ChatRequest, _ func(string
 }
 
 // idleSessionBytes is the heap an idle in-memory session holds: n sessions
-// of one turn (a user message and the answer, each ~40 bytes of text) are
-// run through a runtime.Runner on a cache.Memory, the store the gateway
+// of two turns (a user message and the answer each, ~40 bytes of text
+// apiece) are run through a runtime.Runner on a cache.Memory, the store the gateway
 // uses for memory://, and the live heap is compared before and after. It
 // counts the store's session and the Runner's per-session prompt cache
 // entry (kept for up to 4096 sessions; n should not be larger).
@@ -49,10 +49,14 @@ func idleSessionBytes(ctx context.Context, n int) (float64, error) {
 	goruntime.GC()
 	goruntime.ReadMemStats(&before)
 	for i := range n {
-		req := &runtime.Request{Graph: cfg.Graphs["plain"], SessionID: fmt.Sprintf("session-%08d", i),
-			Messages: []runtime.Message{{Role: runtime.RoleUser, Content: fmt.Sprintf("Turn 1 of %08d: hello, what can you do?", i)}}}
-		if _, err := r.Run(ctx, req, nil); err != nil {
-			return 0, fmt.Errorf("idle sessions: %w", err)
+		// Two turns: the second is the first to find a history, which the
+		// Runner then remembers how to read.
+		for turn := 1; turn <= 2; turn++ {
+			req := &runtime.Request{Graph: cfg.Graphs["plain"], SessionID: fmt.Sprintf("session-%08d", i),
+				Messages: []runtime.Message{{Role: runtime.RoleUser, Content: fmt.Sprintf("Turn %d of %08d: hello, what can you do?", turn, i)}}}
+			if _, err := r.Run(ctx, req, nil); err != nil {
+				return 0, fmt.Errorf("idle sessions: %w", err)
+			}
 		}
 	}
 	goruntime.GC()

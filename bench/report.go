@@ -104,7 +104,7 @@ func (r *report) markdown() string {
 	if g := r.growth(); g != "" {
 		w("\n%s The provider call's encoding is outside *overhead*: go-openai (the required upstream client) encodes the request without its messages, and the gateway appends the transcript's messages into that body itself, in a pooled buffer (providers/body.go), where the proxy copies bytes.\n", g)
 	}
-	w("\nMemory per idle in-memory session (one turn: two ~40-byte messages, run through the runtime as the gateway runs it, %d sessions): %.0f bytes of heap, the store's session and the runtime's prompt cache entry for it (kept for up to 4096 sessions, a weak pointer to the history and how it reads: it grows with the handoffs of the session, not its length). ", r.o.idleSessions, r.idleBytes)
+	w("\nMemory per idle in-memory session (two turns: four ~40-byte messages, run through the runtime as the gateway runs it, %d sessions): %.0f bytes of heap, the store's session and the runtime's prompt cache entry for it (kept for up to 4096 sessions: a weak pointer to the history and positions in it, which grow with the handoffs of the session, not its length). ", r.o.idleSessions, r.idleBytes)
 	w("The memory store keeps a session until `store.session_ttl` (default 24h) passes without a turn; expired sessions are swept every minute.\n")
 
 	w("\n## Targets\n\n| target | measured | limit | holds |\n|---|--:|--:|:-:|\n")
