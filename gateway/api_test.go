@@ -50,6 +50,9 @@ func TestBadRequests(t *testing.T) {
 		{"no model", map[string]any{"messages": []map[string]any{{"role": "user", "content": "x"}}}, 400, "invalid_request"},
 		{"unknown role", map[string]any{"model": "support", "messages": []map[string]any{{"role": "wizard", "content": "x"}}}, 400, "invalid_request"},
 		{"content of the wrong type", map[string]any{"model": "support", "messages": []map[string]any{{"role": "user", "content": 42}}}, 400, "invalid_request"},
+		{"role of the wrong type", map[string]any{"model": "support", "messages": []map[string]any{{"role": 5, "content": "x"}}}, 400, "invalid_request"},
+		{"stream of the wrong type", map[string]any{"model": "support", "stream": "yes", "messages": []map[string]any{{"role": "user", "content": "x"}}}, 400, "invalid_request"},
+		{"stop of the wrong type", map[string]any{"model": "support", "stop": 3, "messages": []map[string]any{{"role": "user", "content": "x"}}}, 400, "invalid_request"},
 		{"tool message without its id", map[string]any{"model": "support", "messages": []map[string]any{{"role": "tool", "content": "x"}}}, 400, "invalid_request"},
 		{"malformed tool call", map[string]any{"model": "support", "messages": []map[string]any{{"role": "assistant", "tool_calls": []map[string]any{{"type": "function"}}}}}, 400, "invalid_request"},
 		{"client tool named like a handoff", map[string]any{"model": "support", "messages": []map[string]any{{"role": "user", "content": "x"}}, "tools": []any{tool("transfer_to_billing")}}, 400, "invalid_request"},
@@ -68,6 +71,9 @@ func TestBadRequests(t *testing.T) {
 			}
 			if _, ok := e["param"]; !ok {
 				t.Errorf("error body lacks param: %s", r.Body)
+			}
+			if msg, _ := e["message"].(string); strings.Contains(msg, "Go ") || strings.Contains(msg, "struct") {
+				t.Errorf("the message speaks of Go types: %s", msg)
 			}
 		})
 	}
@@ -96,5 +102,27 @@ func TestHealth(t *testing.T) {
 	r := gw.Do(context.Background(), http.MethodGet, "/metrics", nil, nil)
 	if r.Status != http.StatusOK || !strings.Contains(string(r.Body), "go_goroutines") {
 		t.Errorf("/metrics: %d", r.Status)
+	}
+}
+
+// TestSamplingParameters checks that the client's sampling parameters reach
+// the provider, `stop` as one string included (OpenAI takes a string or an
+// array).
+func TestSamplingParameters(t *testing.T) {
+	gw, fake, _ := desk(t, fakeupstream.Reply{Text: "ok"}, fakeupstream.Reply{Text: "ok"})
+	for _, tc := range []struct {
+		stop any
+		want string
+	}{{"END", `["END"]`}, {[]string{"END", "STOP"}, `["END","STOP"]`}} {
+		body := gwtest.User("support", "hi")
+		body["stop"], body["temperature"], body["max_tokens"] = tc.stop, 0, 7
+		if r := gw.Chat(body, nil); r.Status != http.StatusOK {
+			t.Fatalf("stop %v: status %d: %s", tc.stop, r.Status, r.Body)
+		}
+		reqs := fake.Requests()
+		got := reqs[len(reqs)-1].Parsed
+		if string(got.Stop) != tc.want || got.Temperature == nil || *got.Temperature != 0 || got.MaxTokens == nil || *got.MaxTokens != 7 {
+			t.Errorf("stop %v: the provider got stop %s, temperature %v, max_tokens %v", tc.stop, got.Stop, got.Temperature, got.MaxTokens)
+		}
 	}
 }

@@ -3,8 +3,12 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"reflect"
 	"strconv"
+	"strings"
 
 	"github.com/switchboard-ai/switchboard/runtime"
 )
@@ -35,14 +39,28 @@ type clientTool struct {
 func decodeChatRequest(body []byte) (*chatRequest, *Error) {
 	var req chatRequest
 	if err := json.Unmarshal(body, &req); err != nil {
-		return nil, badRequest("", "the request body is not valid JSON: %v", err)
+		// A field of the wrong type is named as the client wrote it, not
+		// by the Go struct it would have filled.
+		var te *json.UnmarshalTypeError
+		var se *json.SyntaxError
+		switch {
+		case errors.As(err, &te) && te.Field == "":
+			return nil, badRequest("", "the request body must be a JSON object, not a JSON %s", te.Value)
+		case errors.As(err, &te):
+			field := strings.TrimPrefix(te.Field, "Params.") // the embedded sampling parameters
+			return nil, badRequest(field, "%s must be %s, not a JSON %s", field, jsonKind(te.Type), te.Value)
+		case errors.As(err, &se), errors.Is(err, io.ErrUnexpectedEOF):
+			return nil, badRequest("", "the request body is not valid JSON: %v", err)
+		default: // a field's own decoder refused its value
+			return nil, badRequest("", "invalid request body: %v", err)
+		}
 	}
 	if req.Wire != nil {
 		req.Messages = make([]runtime.Message, len(req.Wire))
 		for i := range req.Wire {
 			m, err := req.Wire[i].Message()
 			if err != nil {
-				return nil, badRequest("", "the request body is not valid JSON: %v", err)
+				return nil, badRequest(fmt.Sprintf("messages[%d].content", i), "messages[%d]: %v", i, err)
 			}
 			req.Messages[i] = m
 		}
@@ -60,6 +78,27 @@ func decodeChatRequest(body []byte) (*chatRequest, *Error) {
 		}
 	}
 	return &req, nil
+}
+
+// jsonKind names the JSON values a Go type decodes from.
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	default:
+		return "an object"
+	}
 }
 
 // checkMessages validates the request's messages and clears any handoff

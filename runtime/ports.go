@@ -27,13 +27,37 @@ type Params struct {
 	TopP                *float32        `json:"top_p,omitempty"`
 	MaxTokens           *int            `json:"max_tokens,omitempty"`
 	MaxCompletionTokens *int            `json:"max_completion_tokens,omitempty"`
-	Stop                []string        `json:"stop,omitempty"`
+	Stop                StopSequences   `json:"stop,omitempty"`
 	Seed                *int            `json:"seed,omitempty"`
 	PresencePenalty     *float32        `json:"presence_penalty,omitempty"`
 	FrequencyPenalty    *float32        `json:"frequency_penalty,omitempty"`
 	User                string          `json:"user,omitempty"`
 	ParallelToolCalls   *bool           `json:"parallel_tool_calls,omitempty"`
 	ResponseFormat      json.RawMessage `json:"response_format,omitempty"`
+}
+
+// StopSequences is a request's `stop`: OpenAI takes one string or an array
+// of them; both decode to a list.
+type StopSequences []string
+
+// errBadStop is returned for a stop that is neither a string, an array of
+// strings, nor null.
+var errBadStop = errors.New("stop must be a string or an array of strings")
+
+// UnmarshalJSON reads a string, an array of strings or null.
+func (s *StopSequences) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		var one string
+		if err := json.Unmarshal(b, &one); err != nil {
+			return err
+		}
+		*s = StopSequences{one}
+		return nil
+	}
+	if err := json.Unmarshal(b, (*[]string)(s)); err != nil {
+		return errBadStop
+	}
+	return nil
 }
 
 // ChatRequest is one provider call. Messages already obey CONTRACT §4.5: at
