@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -158,8 +159,54 @@ func TestSessionContinuesAtBilling(t *testing.T) {
 	})
 }
 
-// A session used with a graph that lacks its active agent runs the lead;
-// DELETE forgets it.
+// TestSessionAcrossGraphs checks which agent a session's turn starts with
+// (CONTRACT §4.1): the one its last handoff marker names, or the requested
+// graph's lead when that graph lacks it; and the lead again once the
+// session is deleted.
+func TestSessionAcrossGraphs(t *testing.T) {
+	yaml := strings.Replace(deskYAML, "\ngraphs:\n", `
+  greeter:
+    instructions: You are the greeter.
+    model: fake/greeter-model
+graphs:
+  front: {lead: greeter}
+`, 1)
+	stores(t, func(t *testing.T, storeURL string) {
+		fake := fakeupstream.New(t,
+			fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("c1", "transfer_to_billing", `{}`)}},
+			fakeupstream.Reply{Text: "billing: what charge?"},
+			fakeupstream.Reply{Text: "greeter: hello"},
+			fakeupstream.Reply{Text: "billing: again"},
+			fakeupstream.Reply{Text: "triage: hi"},
+		)
+		fake.SetStrict(true)
+		tools := newToolServer(t)
+		gw := gwtest.Start(t, yaml+"store: {url: \""+storeURL+"\"}\n", map[string]string{"FAKE_URL": fake.URL, "TOOLS_URL": tools.URL})
+		id := newSessionID(t)
+		for i, step := range []struct{ graph, agent, model string }{
+			{"support", "billing", "billing-model"},
+			{"front", "greeter", "greeter-model"}, // billing is not in front
+			{"support", "billing", "billing-model"},
+			{"", "", ""}, // DELETE
+			{"support", "triage", "triage-model"},
+		} {
+			if step.graph == "" {
+				if del := gw.Do(context.Background(), http.MethodDelete, "/v1/sessions/"+id, nil, nil); del.Status != http.StatusNoContent {
+					t.Fatalf("DELETE: %d %s", del.Status, del.Body)
+				}
+				continue
+			}
+			c := completion(t, gw, gwtest.User(step.graph, "turn "+strconv.Itoa(i)), session(id))
+			reqs := fake.Requests()
+			if c.Metadata.AgentName != step.agent || reqs[len(reqs)-1].Parsed.Model != step.model {
+				t.Errorf("turn %d on %s: answered by %q through %q, want %q through %q",
+					i, step.graph, c.Metadata.AgentName, reqs[len(reqs)-1].Parsed.Model, step.agent, step.model)
+			}
+		}
+	})
+}
+
+// DELETE forgets a session.
 func TestSessionLifecycle(t *testing.T) {
 	stores(t, func(t *testing.T, storeURL string) {
 		gw, _ := sessionDesk(t, storeURL, fakeupstream.Reply{Text: "hi"})
