@@ -21,7 +21,9 @@ import (
 )
 
 const usage = `usage:
-  switchboard serve    [--config FILE] [--listen ADDR]   run the gateway (no --config: the built-in offline demo)
+  switchboard serve    [--config FILE] [--listen ADDR] [--watch]
+                                                         run the gateway (no --config: the built-in offline demo);
+                                                         SIGHUP reloads the config, --watch also on a change of the file
   switchboard validate [--config FILE]                   check a config and print its graphs
   switchboard graph    [--config FILE] [--model NAME] [--format mermaid|dot]
 `
@@ -36,12 +38,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	fs := flag.NewFlagSet("switchboard "+args[0], flag.ContinueOnError)
+	var reloader app.Reloader
 	fs.SetOutput(stderr)
 	config := fs.String("config", "", "config file (default: the built-in offline demo)")
 	var listen, modelName, format *string
+	watch := new(bool)
 	switch args[0] {
 	case "serve":
 		listen = fs.String("listen", "", "listen address (overrides server.listen and SWITCHBOARD_LISTEN)")
+		watch = fs.Bool("watch", false, "reload the config when the file changes (SIGHUP always reloads)")
 	case "validate":
 	case "graph":
 		modelName = fs.String("model", "", "graph to draw (default: the first)")
@@ -55,6 +60,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
+	}
+	if args[0] == "serve" {
+		// Before anything slow: SIGHUP's default action ends the process.
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+		reloader = app.Reloader{Load: func() (*graphs.Set, error) { return loadServe(*config, *listen) }, Signals: hup}
+		if *watch && *config != "" {
+			reloader.Path = *config
+		}
 	}
 	cfg, err := load(*config)
 	if err != nil {
@@ -90,7 +105,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if *listen != "" {
 		cfg.Server.Listen = *listen
 	}
-	return serve(cfg, stderr)
+	return serve(cfg, reloader, stderr)
+}
+
+// loadServe is load with serve's --listen applied, as a reload reads it.
+func loadServe(path, listen string) (*graphs.Set, error) {
+	cfg, err := load(path)
+	if err == nil && listen != "" {
+		cfg.Server.Listen = listen
+	}
+	return cfg, err
 }
 
 // load reads the config file, or the built-in demo when there is none.
@@ -102,7 +126,7 @@ func load(path string) (*graphs.Set, error) {
 	return graphs.LoadFile(path, builtin, os.Getenv)
 }
 
-func serve(cfg *graphs.Set, stderr io.Writer) int {
+func serve(cfg *graphs.Set, reloader app.Reloader, stderr io.Writer) int {
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -117,6 +141,7 @@ func serve(cfg *graphs.Set, stderr io.Writer) int {
 		_ = a.Close(ctx)
 		return 1
 	}
+	go a.WatchConfig(ctx, reloader)
 	if err := a.Serve(ctx, ln); err != nil && !errors.Is(err, context.Canceled) {
 		log.Error("stopped with an error", "err", err)
 		return 1

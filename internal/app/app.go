@@ -24,15 +24,17 @@ import (
 	"github.com/switchboard-ai/switchboard/webhooks"
 )
 
-// App is a wired gateway.
+// App is a wired gateway. The store, tracing and metrics live as long as
+// the process; the graphs, providers and routes are a generation that a
+// config reload replaces (see reload.go).
 type App struct {
-	cfg     *graphs.Set
 	log     *slog.Logger
 	tracing *telemetry.Tracing
 	store   runtime.Store
-	models  *providers.Registry
-	gateway *gateway.Server
+	metrics *telemetry.Metrics
+	reg     *prometheus.Registry
 	server  *http.Server
+	gens    generations
 }
 
 // Option changes how New wires a gateway.
@@ -76,45 +78,57 @@ func New(ctx context.Context, cfg *graphs.Set, log *slog.Logger, opts ...Option)
 	if o.wrapStore != nil {
 		store = o.wrapStore(store)
 	}
-	models, err := providers.New(cfg.Providers, providers.Options{
-		TracerProvider: tracing.Provider,
-		Propagator:     tracing.Propagator,
-		Logger:         log,
-	})
+	a := &App{log: log, tracing: tracing, store: store, metrics: metrics, reg: reg}
+	a.gens.reloads = telemetry.NewReloads(reg)
+	gen, err := a.newGeneration(cfg)
 	if err != nil {
 		_ = store.Close()
 		_ = tracing.Shutdown(ctx)
+		return nil, err
+	}
+	a.gens.cur.Store(gen)
+	a.server = &http.Server{Handler: a, ReadHeaderTimeout: 10 * time.Second}
+	return a, nil
+}
+
+// newGeneration wires what a config reload replaces: the providers, the
+// runner and the gateway's routes, over the process's store and metrics.
+func (a *App) newGeneration(cfg *graphs.Set) (*generation, error) {
+	models, err := providers.New(cfg.Providers, providers.Options{
+		TracerProvider: a.tracing.Provider,
+		Propagator:     a.tracing.Propagator,
+		Logger:         a.log,
+	})
+	if err != nil {
 		return nil, fmt.Errorf("set up providers: %w", err)
 	}
-	hooks := webhooks.New(tracing.Propagator)
+	hooks := webhooks.New(a.tracing.Propagator)
 	runner := runtime.New(runtime.Options{
 		Model:          models,
-		Store:          store,
+		Store:          a.store,
 		Tools:          hooks,
 		Hooks:          hooks,
-		TracerProvider: tracing.Provider,
-		Metrics:        metrics,
-		Logger:         log,
+		TracerProvider: a.tracing.Provider,
+		Metrics:        a.metrics,
+		Logger:         a.log,
 		CaptureContent: cfg.Telemetry.CaptureContent,
 	})
 	gw := gateway.New(gateway.Options{
 		Config:         cfg,
 		Runner:         runner,
-		Store:          store,
-		Metrics:        metrics,
-		Gatherer:       reg,
-		TracerProvider: tracing.Provider,
-		Propagator:     tracing.Propagator,
-		Logger:         log,
+		Store:          a.store,
+		Metrics:        a.metrics,
+		Gatherer:       a.reg,
+		TracerProvider: a.tracing.Provider,
+		Propagator:     a.tracing.Propagator,
+		Logger:         a.log,
 	})
-	return &App{
-		cfg: cfg, log: log, tracing: tracing, store: store, models: models, gateway: gw,
-		server: &http.Server{Handler: gw.Handler(), ReadHeaderTimeout: 10 * time.Second},
-	}, nil
+	return &generation{cfg: cfg, models: models, gateway: gw, handler: gw.Handler()}, nil
 }
 
 // Handler returns the gateway's HTTP handler.
-func (a *App) Handler() http.Handler { return a.gateway.Handler() }
+// Requests go to the generation current when they arrive.
+func (a *App) Handler() http.Handler { return a }
 
 // Serve serves on ln until ctx is done, then shuts down gracefully:
 // /readyz turns 503 at once, open runs and streams get up to the drain
@@ -122,17 +136,18 @@ func (a *App) Handler() http.Handler { return a.gateway.Handler() }
 func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	errc := make(chan error, 1)
 	go func() { errc <- a.server.Serve(ln) }()
-	a.log.Info("switchboard listening", "addr", ln.Addr().String(), "graphs", a.cfg.GraphNames, "store", a.cfg.Store.URL)
+	cfg := a.gens.cur.Load().cfg
+	a.log.Info("switchboard listening", "addr", ln.Addr().String(), "graphs", cfg.GraphNames, "store", cfg.Store.URL)
 	var serveErr error
 	select {
 	case serveErr = <-errc:
 	case <-ctx.Done():
-		a.log.Info("shutting down", "drain_timeout", a.cfg.Server.DrainTimeout)
-		a.gateway.Drain()
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.Server.DrainTimeout)
+		cur := a.gens.drain()
+		a.log.Info("shutting down", "drain_timeout", cur.cfg.Server.DrainTimeout)
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cur.cfg.Server.DrainTimeout)
 		// Shutdown closes the listener at once; keep it open until the
 		// runs in flight are done so that probes see /readyz 503.
-		a.gateway.WaitIdle(dctx)
+		a.gens.waitIdle(dctx)
 		if err := a.server.Shutdown(dctx); err != nil {
 			a.log.Warn("drain timed out; closing open connections", "err", err)
 			_ = a.server.Close()
@@ -147,7 +162,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 func (a *App) Close(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	a.models.Close()
+	a.gens.close()
 	return errors.Join(a.store.Close(), a.tracing.Shutdown(ctx))
 }
 
