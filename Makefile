@@ -4,7 +4,7 @@ GO ?= go
 # with "context deadline exceeded" at the deadline (go.dev/issue/75804).
 FUZZTIME ?= 20000x
 
-.PHONY: run test check unit fuzz-short e2e tracing-e2e bench fuzz soak build docker
+.PHONY: run test check unit fuzz-short e2e tracing-e2e bench bench-streams fuzz soak build docker
 
 # run: the gateway on its built-in offline demo (no network, no config).
 run:
@@ -39,6 +39,11 @@ tracing-e2e:
 
 bench:
 	$(GO) run ./bench
+
+# bench-streams: thousands of slow streams held open at once through the
+# gateway and a reverse proxy (about 5 minutes); writes its BENCHMARKS.md section.
+bench-streams:
+	$(GO) run ./bench -streams
 
 docker:
 	docker build -t switchboard .

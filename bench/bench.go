@@ -92,12 +92,15 @@ func (b *bench) close() {
 }
 
 // cleanRedis deletes the sessions this run made.
-func (b *bench) cleanRedis() {
+func (b *bench) cleanRedis() { cleanRedisPrefix(b.o.redis, b.prefix) }
+
+// cleanRedisPrefix deletes the session keys whose id holds prefix.
+func cleanRedisPrefix(addr, prefix string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c := redis.NewClient(&redis.Options{Addr: b.o.redis})
+	c := redis.NewClient(&redis.Options{Addr: addr})
 	defer c.Close()
-	iter := c.Scan(ctx, 0, "sb:*"+b.prefix+"*", 1000).Iterator()
+	iter := c.Scan(ctx, 0, "sb:*"+prefix+"*", 1000).Iterator()
 	var keys []string
 	for iter.Next(ctx) {
 		keys = append(keys, iter.Val())

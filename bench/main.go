@@ -6,6 +6,12 @@
 // Markdown report and writes it to BENCHMARKS.md.
 //
 //	go run ./bench [-quick] [-out BENCHMARKS.md]
+//
+// With -streams it runs the long-streams benchmark instead (streams.go):
+// thousands of slow streams held open at once through the gateway and the
+// proxy, and writes its own section of the report.
+//
+//	go run ./bench -streams [-n 1000,5000,max] [-variants proxy,gateway,...] [-rounds 1] [-profile DIR]
 package main
 
 import (
@@ -17,7 +23,9 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
+	"time"
 )
 
 // options says how much to measure and where the report goes.
@@ -51,7 +59,15 @@ func main() {
 	quick := flag.Bool("quick", false, "a short run (about 30 s), for a smoke test")
 	out := flag.String("out", "BENCHMARKS.md", "report file; empty: print only")
 	redis := flag.String("redis", "127.0.0.1:6379", "Redis address for the Redis session rows; empty: skip them")
+	streams := flag.Bool("streams", false, "run the long-streams benchmark instead")
+	counts := flag.String("n", "1000,5000,max", "-streams: stream counts (max: what the open-file limit allows)")
+	variants := flag.String("variants", strings.Join(streamVariants, ","), "-streams: targets, in order")
+	rounds := flag.Int("rounds", 1, "-streams: rounds (the median is reported)")
+	profile := flag.String("profile", "", "-streams: save pprof profiles of every row into this directory (a gateway built with pprof)")
 	flag.Parse()
+	if *streams {
+		os.Exit(mainStreams(*out, *redis, *counts, *variants, *rounds, *profile))
+	}
 	o := defaults(*quick)
 	o.out, o.redis = *out, *redis
 	root, err := moduleRoot()
@@ -69,6 +85,46 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
+}
+
+// mainStreams runs the long-streams benchmark.
+func mainStreams(out, redis, counts, variants string, rounds int, profile string) int {
+	fail := func(err error) int {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		return fail(err)
+	}
+	o := streamOptions{root: root, out: out, redis: redis, rounds: max(rounds, 1),
+		ramp: 2 * time.Second, gap: 200 * time.Millisecond, chunks: 25, maxStreams: maxStreams()}
+	if o.ns, err = parseStreamCounts(counts, o.maxStreams); err != nil {
+		return fail(err)
+	}
+	for _, v := range strings.Split(variants, ",") {
+		if !slices.Contains(streamVariants, v) {
+			return fail(fmt.Errorf("unknown variant %q (want some of %s)", v, strings.Join(streamVariants, ",")))
+		}
+		o.variants = append(o.variants, v)
+	}
+	if o.out != "" && !filepath.IsAbs(o.out) {
+		o.out = filepath.Join(root, o.out)
+	}
+	if profile != "" {
+		if o.profile, err = filepath.Abs(profile); err != nil {
+			return fail(err)
+		}
+		if err := os.MkdirAll(o.profile, 0o755); err != nil {
+			return fail(err)
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := runStreams(ctx, o, os.Stdout, os.Stderr); err != nil {
+		return fail(err)
+	}
+	return 0
 }
 
 // moduleRoot finds the directory holding go.mod, from the working directory up.
@@ -125,7 +181,7 @@ func run(ctx context.Context, o options, stdout, progress io.Writer) error {
 		return err
 	}
 	if o.out != "" {
-		md += keptNotes(o.out)
+		md += keptStreams(o.out) + keptNotes(o.out)
 		if err := os.WriteFile(o.out, []byte(md), 0o644); err != nil {
 			return fmt.Errorf("write report: %w", err)
 		}

@@ -1,8 +1,10 @@
 // Command revproxy is the benchmark's baseline: a plain net/http
 // httputil.ReverseProxy that forwards every request to one upstream. It is
 // the floor of what any Go HTTP proxy costs; the gateway is measured beside
-// it. GET /metrics answers go_memstats_mallocs_total, in the same form as
-// the gateway's, so that allocations per request are read the same way.
+// it. GET /metrics answers go_memstats_mallocs_total and go_goroutines, in
+// the same form as the gateway's, so that they are read the same way.
+// With -pprof it also serves net/http/pprof (the long-streams benchmark's
+// profiles).
 package main
 
 import (
@@ -11,6 +13,7 @@ import (
 	"log"
 	"net/http"
 	"net/http/httputil"
+	"net/http/pprof"
 	"net/url"
 	"os"
 	"runtime"
@@ -20,6 +23,7 @@ import (
 func main() {
 	listen := flag.String("listen", "127.0.0.1:0", "listen address")
 	target := flag.String("upstream", "", "upstream base URL (scheme://host:port)")
+	withPprof := flag.Bool("pprof", false, "serve /debug/pprof/")
 	flag.Parse()
 	u, err := url.Parse(*target)
 	if err != nil || u.Host == "" {
@@ -38,8 +42,12 @@ func main() {
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
-		fmt.Fprintf(w, "go_memstats_mallocs_total %d\n", ms.Mallocs)
+		fmt.Fprintf(w, "go_memstats_mallocs_total %d\ngo_goroutines %d\n", ms.Mallocs, runtime.NumGoroutine())
 	})
+	if *withPprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		// Without full duplex, flushing a stream's headers can cut off the
 		// request body the transport is still copying upstream (HTTP/1.x),

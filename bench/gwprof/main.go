@@ -1,0 +1,77 @@
+// Command gwprof is the gateway as `switchboard serve --config FILE` wires
+// it (internal/app), with net/http/pprof served beside its routes under
+// /debug/pprof/. It exists for the long-streams benchmark's profiles
+// (go run ./bench -streams -profile DIR) and is never shipped: the gateway
+// itself serves no pprof.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"github.com/switchboard-ai/switchboard/graphs"
+	"github.com/switchboard-ai/switchboard/internal/app"
+	"github.com/switchboard-ai/switchboard/providers"
+)
+
+func main() {
+	// The same arguments as the benchmark gives the gateway: serve
+	// --config FILE --listen ADDR.
+	fs := flag.NewFlagSet("gwprof", flag.ExitOnError)
+	config := fs.String("config", "", "config file")
+	listen := fs.String("listen", "127.0.0.1:0", "listen address")
+	args := os.Args[1:]
+	if len(args) > 0 && args[0] == "serve" {
+		args = args[1:]
+	}
+	_ = fs.Parse(args)
+	if err := run(*config, *listen); err != nil {
+		fmt.Fprintln(os.Stderr, "gwprof:", err)
+		os.Exit(1)
+	}
+}
+
+func run(config, listen string) error {
+	cfg, err := graphs.LoadFile(config, providers.Builtin(os.Getenv), os.Getenv)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	a, err := app.New(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer a.Close(context.WithoutCancel(ctx))
+	gw := a.Handler()
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/debug/pprof/profile":
+			pprof.Profile(w, r)
+		case strings.HasPrefix(r.URL.Path, "/debug/pprof/"):
+			pprof.Index(w, r)
+		default:
+			gw.ServeHTTP(w, r)
+		}
+	})
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() { <-ctx.Done(); _ = srv.Close() }()
+	if err := srv.Serve(ln); err != http.ErrServerClosed {
+		return err
+	}
+	return nil
+}

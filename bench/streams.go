@@ -1,0 +1,574 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// The long-streams benchmark (go run ./bench -streams) holds N slow
+// streams open at once through one target, a fresh process per phase, and
+// reads what each open stream costs it. The fake provider (bench/slowupstream,
+// its own process) sends a content chunk every gap for chunks chunks; the
+// load generator opens every stream within ramp. Targets:
+//
+//	proxy            httputil.ReverseProxy (bench/revproxy)
+//	gateway          the gateway, stateless streams
+//	gateway-redis    the gateway on Redis, every stream its own session
+//	gateway-handoff  the gateway's support graph: a handoff, then the answer
+
+// streamOptions says what the long-streams benchmark measures.
+type streamOptions struct {
+	root     string
+	out      string // "" writes no file
+	redis    string // "" skips gateway-redis
+	ns       []int
+	variants []string
+	rounds   int
+	ramp     time.Duration
+	gap      time.Duration
+	chunks   int
+	profile  string // directory for pprof profiles of each phase; "" takes none
+	// maxStreams is what the open-file limit allows: a stream through a
+	// target holds two files in it.
+	maxStreams int
+}
+
+// streamVariants are the targets, in the order they are measured.
+var streamVariants = []string{"proxy", "gateway", "gateway-redis", "gateway-handoff"}
+
+// fdReserve is how many files of the limit are kept for what is not a
+// stream: listeners, Redis and metrics connections, the runtime's own.
+const fdReserve = 200
+
+// maxStreams is the most streams a target can hold under its open-file
+// limit (the same as this process's), in hundreds.
+func maxStreams() int {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil || lim.Cur > 1<<20 {
+		return 9000
+	}
+	return int((lim.Cur-fdReserve)/2) / 100 * 100
+}
+
+// parseStreamCounts reads "1000,5000,max".
+func parseStreamCounts(s string, max int) ([]int, error) {
+	var ns []int
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "max" {
+			ns = append(ns, max)
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("bad stream count %q", f)
+		}
+		if n > max {
+			return nil, fmt.Errorf("%d streams: the open-file limit allows %d", n, max)
+		}
+		ns = append(ns, n)
+	}
+	return ns, nil
+}
+
+// streamsConfig is the gateway's config: graph "plain" (one agent on the
+// slow model), "fast" (the same with no gap, for warm-ups) and "support"
+// (triage hands off to billing, which answers slowly).
+const streamsConfig = `server:
+  session_header: X-Session-Id
+store:
+  url: %s
+providers:
+  slow:
+    base_url: %s/v1
+    api_key: bench
+agents:
+  assistant:
+    instructions: You are a helpful assistant.
+    model: slow/plain
+  warm:
+    instructions: You are a helpful assistant.
+    model: slow/fast
+  triage:
+    instructions: You are the triage desk of ACME. Hand off to billing for charges.
+    model: slow/triage
+    handoffs: [billing]
+  billing:
+    description: Answers questions about charges
+    instructions: You are ACME's billing desk.
+    model: slow/billing
+graphs:
+  plain: {lead: assistant}
+  fast: {lead: warm}
+  support: {lead: triage}
+`
+
+// streamBodyFor is the streamed request body for a graph (or, through the
+// proxy, an upstream model) of that name.
+func streamBodyFor(model string) []byte {
+	return []byte(`{"model":"` + model + `","stream":true,"messages":[{"role":"system","content":"Answer briefly."},{"role":"user","content":"What did you charge me for last month?"}]}`)
+}
+
+// streamBench holds what every phase shares.
+type streamBench struct {
+	o        streamOptions
+	progress io.Writer
+	tmp      string
+	gwBin    string
+	rpBin    string
+	up       *proc
+	prefix   string
+}
+
+// runStreams measures every count and variant and writes the report.
+func runStreams(ctx context.Context, o streamOptions, stdout, progress io.Writer) error {
+	tmp, err := os.MkdirTemp("", "switchboard-streams-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	fmt.Fprintln(progress, "building the gateway, the reverse proxy and the slow upstream...")
+	gwMain := "./cmd/switchboard"
+	if o.profile != "" {
+		gwMain = "./bench/gwprof"
+	}
+	bins, err := buildAll(ctx, o.root, tmp, gwMain, "./bench/revproxy", "./bench/slowupstream")
+	if err != nil {
+		return err
+	}
+	if o.redis != "" && !redisUp(o.redis) {
+		fmt.Fprintf(progress, "Redis at %s does not answer: skipping gateway-redis\n", o.redis)
+		o.redis = ""
+	}
+	if o.redis == "" {
+		o.variants = slices.DeleteFunc(o.variants, func(v string) bool { return v == "gateway-redis" })
+	}
+	sb := &streamBench{o: o, progress: progress, tmp: tmp, gwBin: bins[0], rpBin: bins[1],
+		prefix: "streams-" + strings.ToLower(rand.Text()[:10])}
+	sb.up, err = start("slowupstream", bins[2], "-listen", "{addr}", "-gap", o.gap.String(), "-chunks", strconv.Itoa(o.chunks))
+	if err != nil {
+		return err
+	}
+	defer sb.up.stop()
+	if o.redis != "" {
+		defer cleanRedisPrefix(o.redis, sb.prefix)
+	}
+	rep := &streamReport{o: o, load0: loadAvg(), start: time.Now()}
+	recs := map[string][]rec{}
+	for round := range o.rounds {
+		for _, n := range o.ns {
+			for _, v := range o.variants {
+				fmt.Fprintf(progress, "round %d/%d: %d streams, %s\n", round+1, o.rounds, n, v)
+				r, err := sb.phase(ctx, v, n, round)
+				if err != nil {
+					return fmt.Errorf("%s, %d streams: %w", v, n, err)
+				}
+				fmt.Fprintf(progress, "  %s\n", streamSummary(r))
+				k := streamKey(v, n)
+				recs[k] = append(recs[k], r)
+			}
+		}
+	}
+	rep.load1 = loadAvg()
+	rep.recs = map[string]rec{}
+	for k, rs := range recs {
+		rep.recs[k] = median(rs)
+	}
+	md := rep.markdown()
+	if _, err := io.WriteString(stdout, md); err != nil {
+		return err
+	}
+	if o.out != "" {
+		old, _ := os.ReadFile(o.out)
+		if err := os.WriteFile(o.out, []byte(spliceStreams(string(old), md)), 0o644); err != nil {
+			return fmt.Errorf("write report: %w", err)
+		}
+		fmt.Fprintln(progress, "wrote", o.out)
+	}
+	return nil
+}
+
+func streamKey(variant string, n int) string { return variant + "/" + strconv.Itoa(n) }
+
+// buildAll compiles each main package into dir, in order.
+func buildAll(ctx context.Context, root, dir string, mains ...string) ([]string, error) {
+	var out []string
+	for _, m := range mains {
+		bin := filepath.Join(dir, filepath.Base(m))
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, m)
+		cmd.Dir = root
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("go build %s: %w\n%s", m, err, b)
+		}
+		out = append(out, bin)
+	}
+	return out, nil
+}
+
+// startTarget starts a fresh process for variant and returns it with the
+// URL and body its streams use.
+func (sb *streamBench) startTarget(variant string) (*proc, error) {
+	if variant == "proxy" {
+		args := []string{"-listen", "{addr}", "-upstream", strings.TrimSuffix(sb.up.base, "/")}
+		if sb.o.profile != "" {
+			args = append(args, "-pprof")
+		}
+		return start("revproxy", sb.rpBin, args...)
+	}
+	store := "memory://"
+	if variant == "gateway-redis" {
+		store = "redis://" + sb.o.redis + "/0"
+	}
+	path := filepath.Join(sb.tmp, variant+".yaml")
+	if err := os.WriteFile(path, []byte(fmt.Sprintf(streamsConfig, store, sb.up.base)), 0o600); err != nil {
+		return nil, err
+	}
+	return start(variant, sb.gwBin, "serve", "--config", path, "--listen", "{addr}")
+}
+
+// phase measures n streams through a fresh process of variant.
+func (sb *streamBench) phase(ctx context.Context, variant string, n, round int) (rec, error) {
+	p, err := sb.startTarget(variant)
+	if err != nil {
+		return nil, err
+	}
+	defer p.stop()
+	client := &http.Client{Transport: &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: 64}}
+	defer client.CloseIdleConnections()
+	url := p.base + "/v1/chat/completions"
+
+	// Warm up on the fast model, then empty the pools on both sides so
+	// that the baseline holds no connection.
+	warm := streamBodyFor("fast")
+	var wg sync.WaitGroup
+	var warmErr error
+	var mu sync.Mutex
+	for range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 4 {
+				if _, err := openStream(ctx, client, url, warm, nil, sb.o.chunks); err != nil {
+					mu.Lock()
+					warmErr = err
+					mu.Unlock()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if warmErr != nil {
+		return nil, fmt.Errorf("warm-up: %w", warmErr)
+	}
+	if err := sb.closeIdle(client); err != nil {
+		return nil, err
+	}
+	gor0, _, err := settledGoroutines(p, 0)
+	if err != nil {
+		return nil, err
+	}
+	rss0, err := p.rss()
+	if err != nil {
+		return nil, err
+	}
+	cpu0, err := p.cpu()
+	if err != nil {
+		return nil, err
+	}
+
+	sampler := startRSSSampler(p)
+	var peakGor int
+	var side sync.WaitGroup
+	side.Add(1)
+	go func() {
+		// Every stream is open from the end of the ramp until the first
+		// ones end.
+		defer side.Done()
+		time.Sleep(sb.o.ramp + sb.o.gap*time.Duration(sb.o.chunks)/4)
+		peakGor, _ = goroutines(p)
+		if sb.o.profile != "" {
+			sb.profiles(p, variant, n, round)
+		}
+	}()
+	body, header := streamBodyFor("plain"), func(int) map[string]string { return nil }
+	switch variant {
+	case "gateway-handoff":
+		body = streamBodyFor("support")
+	case "gateway-redis":
+		header = func(i int) map[string]string {
+			return map[string]string{"X-Session-Id": sb.prefix + "-" + strconv.Itoa(round) + "-" + strconv.Itoa(n) + "-" + strconv.Itoa(i)}
+		}
+	}
+	res := holdStreams(ctx, client, url, body, header, n, sb.o.ramp, sb.o.chunks)
+	cpu1, err := p.cpu()
+	if err != nil {
+		return nil, err
+	}
+	peak := sampler()
+	side.Wait()
+
+	if err := sb.closeIdle(client); err != nil {
+		return nil, err
+	}
+	gorAfter, settle, err := settledGoroutines(p, gor0)
+	if err != nil {
+		return nil, err
+	}
+	ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
+	ok := float64(n - res.dropped)
+	out := rec{
+		"dropped":     float64(res.dropped),
+		"rss_peak_mb": float64(peak) / (1 << 20),
+		"rss_kb":      float64(peak-rss0) / 1024 / float64(n),
+		"cpu_ms":      ms(cpu1-cpu0) / float64(n),
+		"gap50":       ms(pct(res.gaps, 50)),
+		"gap99":       ms(pct(res.gaps, 99)),
+		"first50":     ms(pct(res.firsts, 50)),
+		"first99":     ms(pct(res.firsts, 99)),
+		"gor_base":    float64(gor0),
+		"gor_per":     float64(peakGor-gor0) / ok,
+		"gor_after":   float64(gorAfter),
+		"settle_ms":   ms(settle),
+	}
+	if res.dropped > 0 {
+		fmt.Fprintf(sb.progress, "  %d dropped, e.g.: %s\n", res.dropped, strings.Join(res.errs, "; "))
+	}
+	return out, nil
+}
+
+// closeIdle closes the idle connections of the load generator and of the
+// upstream, so that the target's pools empty.
+func (sb *streamBench) closeIdle(client *http.Client) error {
+	client.CloseIdleConnections()
+	resp, err := http.Post(sb.up.base+"/close-idle", "text/plain", nil)
+	if err != nil {
+		return fmt.Errorf("close idle upstream connections: %w", err)
+	}
+	resp.Body.Close()
+	return nil
+}
+
+// profiles saves the target's heap and goroutine profiles (both processes
+// serve net/http/pprof when profiling) and a CPU profile of 2 s.
+func (sb *streamBench) profiles(p *proc, variant string, n, round int) {
+	for _, pr := range []struct{ name, query string }{
+		{"heap", "heap?gc=1"}, {"goroutine", "goroutine"}, {"cpu", "profile?seconds=2"}, {"allocs", "allocs"},
+	} {
+		path := filepath.Join(sb.o.profile, fmt.Sprintf("%s-%d-r%d.%s.pb.gz", variant, n, round, pr.name))
+		if err := fetchTo(p.base+"/debug/pprof/"+pr.query, path); err != nil {
+			fmt.Fprintf(sb.progress, "  profile %s: %v\n", pr.name, err)
+		}
+	}
+}
+
+func fetchTo(url, path string) error {
+	resp, err := http.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("status %d", resp.StatusCode)
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
+}
+
+// settledGoroutines waits until p's goroutines are down to floor, or stop
+// falling for half a second (10 s at most), and returns their number and
+// the wait.
+func settledGoroutines(p *proc, floor int) (int, time.Duration, error) {
+	t0 := time.Now()
+	last, still := -1, 0
+	for {
+		g, err := goroutines(p)
+		if err != nil {
+			return 0, 0, err
+		}
+		if g == last {
+			still++
+		} else {
+			still = 0
+		}
+		last = g
+		if g <= floor || still == 5 || time.Since(t0) > 10*time.Second {
+			return g, time.Since(t0), nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// goroutines reads go_goroutines from the process's /metrics.
+func goroutines(p *proc) (int, error) {
+	resp, err := http.Get(p.base + "/metrics")
+	if err != nil {
+		return 0, fmt.Errorf("scrape %s: %w", p.name, err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "go_goroutines "); ok {
+			n, err := strconv.ParseFloat(v, 64)
+			return int(n), err
+		}
+	}
+	return 0, fmt.Errorf("scrape %s: no go_goroutines", p.name)
+}
+
+// startRSSSampler reads p's RSS every 10 ms until the returned function is
+// called, which returns the peak.
+func startRSSSampler(p *proc) func() int64 {
+	done := make(chan struct{})
+	var peak int64
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(10 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if v, err := p.rss(); err == nil {
+				peak = max(peak, v)
+			}
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() int64 { close(done); wg.Wait(); return peak }
+}
+
+// held is what the streams of one phase saw.
+type held struct {
+	dropped int
+	errs    []string // a few distinct reasons for drops
+	gaps    []time.Duration
+	firsts  []time.Duration
+}
+
+// holdStreams opens n streams, stream i at ramp*i/n, and waits for all of
+// them to end.
+func holdStreams(ctx context.Context, c *http.Client, url string, body []byte, header func(int) map[string]string,
+	n int, ramp time.Duration, chunks int) held {
+	type one struct {
+		err   error
+		first time.Duration
+		gaps  []time.Duration
+	}
+	results := make([]one, n)
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	for i := range n {
+		if d := time.Until(t0.Add(ramp * time.Duration(i) / time.Duration(n))); d > 0 {
+			time.Sleep(d)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st, err := openStream(ctx, c, url, body, header(i), chunks)
+			results[i] = one{err: err, first: st.first, gaps: st.gaps}
+		}()
+	}
+	wg.Wait()
+	var h held
+	for _, r := range results {
+		if r.err != nil {
+			h.dropped++
+			if msg := r.err.Error(); len(h.errs) < 3 && !slices.Contains(h.errs, msg) {
+				h.errs = append(h.errs, msg)
+			}
+			continue
+		}
+		h.firsts = append(h.firsts, r.first)
+		h.gaps = append(h.gaps, r.gaps...)
+	}
+	slices.Sort(h.gaps)
+	slices.Sort(h.firsts)
+	return h
+}
+
+// streamTimes are one stream's first content chunk, from the request, and
+// the gaps between its content chunks.
+type streamTimes struct {
+	first time.Duration
+	gaps  []time.Duration
+}
+
+var contentMark = []byte(`"content":"`)
+
+// openStream sends one streamed request and reads it to [DONE]; a stream
+// with other than chunks content chunks, or without [DONE], failed.
+func openStream(ctx context.Context, c *http.Client, url string, body []byte, header map[string]string, chunks int) (streamTimes, error) {
+	start := time.Now()
+	resp, err := send(ctx, c, url, body, header)
+	if err != nil {
+		return streamTimes{}, err
+	}
+	defer resp.Body.Close()
+	st := streamTimes{gaps: make([]time.Duration, 0, chunks-1)}
+	r := bufio.NewReader(resp.Body)
+	var last time.Time
+	n, done := 0, false
+	for {
+		line, err := r.ReadSlice('\n')
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return streamTimes{}, fmt.Errorf("read stream: %w", err)
+		}
+		if bytes.HasPrefix(line, []byte("data: [DONE]")) {
+			done = true
+			continue
+		}
+		if bytes.HasPrefix(line, []byte("data: ")) && bytes.Contains(line, contentMark) {
+			now := time.Now()
+			if n == 0 {
+				st.first = now.Sub(start)
+			} else {
+				st.gaps = append(st.gaps, now.Sub(last))
+			}
+			last = now
+			n++
+		}
+	}
+	if n != chunks || !done {
+		return streamTimes{}, fmt.Errorf("stream had %d of %d content chunks, [DONE] %v", n, chunks, done)
+	}
+	return st, nil
+}
+
+// loadAvg is the first three fields of /proc/loadavg.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestStreamsHarness runs the long-streams benchmark with a few short
+// streams through every target and checks the section it writes: a row per
+// target, no stream dropped (a drop is a stream that failed, which no load
+// excuses at 20 streams), and the rest of the report kept. It asserts
+// nothing about timings.
+func TestStreamsHarness(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the gateway and runs it: not in -short")
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "BENCHMARKS.md")
+	old := "# Benchmarks\n\nThe requests tables.\n\n" + streamsBegin + "\nold streams\n" + streamsEnd + "\n\n" + notesMark + "\n\n## Notes\n\nBy hand.\n"
+	if err := os.WriteFile(out, []byte(old), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := streamOptions{root: root, out: out, redis: "127.0.0.1:6379", ns: []int{20}, variants: streamVariants, rounds: 1,
+		ramp: 200 * time.Millisecond, gap: 20 * time.Millisecond, chunks: 5, maxStreams: maxStreams()}
+	wantRedis := redisUp(o.redis)
+	if !wantRedis && os.Getenv("CI") == "true" {
+		t.Fatal("Redis is not reachable at 127.0.0.1:6379")
+	}
+	var stdout bytes.Buffer
+	if err := runStreams(t.Context(), o, &stdout, io.Discard); err != nil {
+		t.Fatalf("runStreams: %v", err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	report := string(b)
+	if !strings.HasPrefix(report, "# Benchmarks\n\nThe requests tables.\n\n"+stdout.String()) ||
+		!strings.HasSuffix(report, notesMark+"\n\n## Notes\n\nBy hand.\n") || strings.Contains(report, "old streams") {
+		t.Errorf("the section was not put in place of the old one:\n%s", report)
+	}
+	variants := []string{"proxy", "gateway", "gateway-handoff"}
+	if wantRedis {
+		variants = append(variants, "gateway-redis")
+	}
+	for _, v := range variants {
+		if !strings.Contains(report, "| 20 | "+v+" | 0 |") {
+			t.Errorf("no row of %s with no stream dropped:\n%s", v, report)
+		}
+	}
+	for _, want := range []string{"| 20 | RSS per stream, KB |", "| 20 | dropped streams | 0 | 0 | 0 | yes |"} {
+		if !strings.Contains(report, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if strings.Contains(report, "NaN") || strings.Contains(report, "Inf") {
+		t.Errorf("report holds a non-number:\n%s", report)
+	}
+}
+
+// TestSpliceStreams checks where the long-streams section goes, and that
+// the requests benchmark keeps it.
+func TestSpliceStreams(t *testing.T) {
+	sec := streamsBegin + "\nnew\n" + streamsEnd + "\n"
+	for _, c := range []struct{ name, old, want string }{
+		{"empty", "", sec},
+		{"no notes", "# B\n", "# B\n\n" + sec},
+		{"before the notes", "# B\n\n" + notesMark + "\nhand\n", "# B\n\n" + sec + "\n" + notesMark + "\nhand\n"},
+		{"in place", "# B\n\n" + streamsBegin + "\nold\n" + streamsEnd + "\n\n" + notesMark + "\n", "# B\n\n" + sec + "\n" + notesMark + "\n"},
+	} {
+		if got := spliceStreams(c.old, sec); got != c.want {
+			t.Errorf("%s: got %q, want %q", c.name, got, c.want)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "B.md")
+	if err := os.WriteFile(path, []byte("# B\n\n"+sec+"\n"+notesMark+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := keptStreams(path), "\n"+streamsBegin+"\nnew\n"+streamsEnd+"\n"; got != want {
+		t.Errorf("keptStreams = %q, want %q", got, want)
+	}
+}
