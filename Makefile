@@ -19,6 +19,7 @@ test: check unit fuzz-short e2e tracing-e2e
 check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "not gofmt-ed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) mod tidy -diff
 
 unit:
 	$(GO) test -race -count=1 ./...
