@@ -79,6 +79,7 @@ func (s *Server) chatCompletions(c *gin.Context) {
 		SessionID:   sessionID,
 		Stream:      req.Stream,
 		Params:      &req.Params,
+		ToolChoice:  req.ToolChoice,
 	}
 	if req.Stream {
 		s.stream(c, g, rreq, req.StreamOptions != nil && req.StreamOptions.IncludeUsage, start)

@@ -66,7 +66,12 @@ func fromRunError(err error) *Error {
 	case errors.As(err, &ge):
 		return ge
 	case errors.Is(err, runtime.ErrInvalidRequest):
-		return &Error{Status: http.StatusBadRequest, Code: codeInvalidRequest, Message: err.Error()}
+		e := &Error{Status: http.StatusBadRequest, Code: codeInvalidRequest, Message: err.Error()}
+		var pe *runtime.ParamError
+		if errors.As(err, &pe) {
+			e.Param = pe.Param
+		}
+		return e
 	case errors.Is(err, runtime.ErrBusy), errors.Is(err, runtime.ErrLeaseLost):
 		return &Error{Status: http.StatusConflict, Code: codeSessionBusy, Message: "another run holds this session; retry when it has finished"}
 	case errors.Is(err, runtime.ErrMaxSteps):

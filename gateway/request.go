@@ -26,6 +26,8 @@ type chatRequest struct {
 	} `json:"stream_options"`
 	Tools    []clientTool               `json:"tools"`
 	Metadata map[string]json.RawMessage `json:"metadata"`
+	// ToolChoice is checked by the run, which knows the agent's tools.
+	ToolChoice json.RawMessage `json:"tool_choice"`
 	runtime.Params
 }
 

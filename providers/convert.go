@@ -42,6 +42,10 @@ func toOpenAI(req *runtime.ChatRequest) (openai.ChatCompletionRequest, *bodyPatc
 	if p := req.Params; p != nil {
 		applyParams(&out, p, len(req.Tools) > 0, patch)
 	}
+	if len(req.ToolChoice) > 0 && len(req.Tools) > 0 {
+		// Verbatim: a named function, "none", "required" or "auto".
+		patch.setField("tool_choice", req.ToolChoice)
+	}
 	if req.Stream {
 		out.Stream = true
 		// Always: the run sums usage over every call, streamed or not.

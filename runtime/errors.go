@@ -1,6 +1,9 @@
 package runtime
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Errors a run returns, wrapped with what went wrong. The gateway maps each
 // to its status and code (CONTRACT §3).
@@ -13,3 +16,20 @@ var (
 	// ErrGraph: the graph cannot go on (an input filter left no message).
 	ErrGraph = errors.New("graph error")
 )
+
+// ParamError is an ErrInvalidRequest caused by one request field, which
+// Param names as the client wrote it.
+type ParamError struct {
+	Param string
+	Msg   string
+}
+
+// Error implements error.
+func (e *ParamError) Error() string { return ErrInvalidRequest.Error() + ": " + e.Msg }
+
+// Unwrap makes a ParamError an ErrInvalidRequest.
+func (e *ParamError) Unwrap() error { return ErrInvalidRequest }
+
+func paramError(param, format string, args ...any) *ParamError {
+	return &ParamError{Param: param, Msg: fmt.Sprintf(format, args...)}
+}

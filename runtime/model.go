@@ -15,6 +15,7 @@ func (rn *run) callModel(ctx context.Context) (*ChatResponse, error) {
 		Params:   rn.req.Params,
 		Stream:   rn.req.Stream,
 	}
+	req.ToolChoice = rn.choiceFor(req.Tools)
 	var streamed bool
 	var onDelta func(string)
 	if rn.req.Stream {

@@ -21,7 +21,8 @@ type ToolDef struct {
 }
 
 // Params are the client's sampling parameters, passed to every provider call
-// of the run. Nil fields are not sent.
+// of the run. Nil fields are not sent. (tool_choice is not one of them: the
+// run sets ChatRequest.ToolChoice per call.)
 type Params struct {
 	Temperature         *float32        `json:"temperature,omitempty"`
 	TopP                *float32        `json:"top_p,omitempty"`
@@ -70,6 +71,9 @@ type ChatRequest struct {
 	// Stream asks for a streamed call; text deltas then reach onDelta as the
 	// provider produces them. Usage is asked for on every streamed call.
 	Stream bool
+	// ToolChoice, when not nil, is sent verbatim as tool_choice; the run
+	// sets it only on calls that offer tools.
+	ToolChoice json.RawMessage
 }
 
 // Usage counts tokens.

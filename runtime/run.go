@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -80,6 +81,9 @@ type Request struct {
 	// Stream makes provider calls streamed and emits text deltas.
 	Stream bool
 	Params *Params
+	// ToolChoice is the request's tool_choice as the client wrote it, for
+	// the run's first model call (CONTRACT §3.2); nil when it gave none.
+	ToolChoice json.RawMessage
 }
 
 // run is the state of one Run.
@@ -90,6 +94,8 @@ type run struct {
 	graph *graphs.Graph
 	agent *graphs.Agent
 	offer []ToolDef // tools offered to the current agent
+
+	choice toolChoice // the request's tool_choice, checked
 
 	// The run's messages are history followed by transcript. history is
 	// the session as loaded, shared with the store and read only; the run
@@ -229,14 +235,15 @@ func activeAgent(g *graphs.Graph, marker string) *graphs.Agent {
 }
 
 // checkClientTools rejects a client tool named like a tool or handoff of the
-// active agent: the call could not be told apart.
+// active agent (the call could not be told apart), and a tool_choice the
+// agent cannot honour.
 func (rn *run) checkClientTools() error {
 	for _, t := range rn.req.ClientTools {
 		if rn.agentTool(rn.agent, t.Name) != nil || agentHandoff(rn.agent, t.Name) != nil {
 			return fmt.Errorf("%w: client tool %q clashes with a tool or handoff of agent %q", ErrInvalidRequest, t.Name, rn.agent.Name)
 		}
 	}
-	return nil
+	return rn.checkToolChoice()
 }
 
 // loop runs model turns until an agent answers, a client tool is called or

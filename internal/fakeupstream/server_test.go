@@ -444,26 +444,32 @@ func TestUnknownRoute(t *testing.T) {
 }
 
 func TestStrict(t *testing.T) {
+	const user = `[{"role":"user","content":"u"}]`
+	const tool = `{"type":"function","function":{"name":"f"}}`
 	const call = `{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]}`
 	tests := []struct {
 		name     string
 		messages string
 		want     string // "": accepted
+		extra    string // more top-level fields, each with a leading comma
 	}{
-		{"valid", `[{"role":"system","content":"s"},{"role":"user","content":"u"},` + call + `,{"role":"tool","tool_call_id":"c1","content":"r"},{"role":"assistant","content":"done"}]`, ""},
-		{"null content with tool calls", `[{"role":"user","content":"u"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":""}]`, ""},
-		{"late system", `[{"role":"user","content":"u"},{"role":"system","content":"s"}]`, "messages[1]: a system message after the first message"},
-		{"missing content", `[{"role":"user"}]`, "messages[0]: a user message without content"},
-		{"orphan tool result", `[{"role":"user","content":"u"},{"role":"tool","tool_call_id":"c9","content":"r"}]`, "messages[1]: tool result c9 does not follow its call"},
-		{"unanswered call", `[{"role":"user","content":"u"},` + call + `,{"role":"user","content":"again"}]`, "messages[2]: 1 tool call(s) of the previous assistant message have no result"},
-		{"unanswered last call", `[{"role":"user","content":"u"},` + call + `]`, "1 tool call(s) of the last assistant message have no result"},
+		{"valid", `[{"role":"system","content":"s"},{"role":"user","content":"u"},` + call + `,{"role":"tool","tool_call_id":"c1","content":"r"},{"role":"assistant","content":"done"}]`, "", ""},
+		{"null content with tool calls", `[{"role":"user","content":"u"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":""}]`, "", ""},
+		{"late system", `[{"role":"user","content":"u"},{"role":"system","content":"s"}]`, "messages[1]: a system message after the first message", ""},
+		{"missing content", `[{"role":"user"}]`, "messages[0]: a user message without content", ""},
+		{"orphan tool result", `[{"role":"user","content":"u"},{"role":"tool","tool_call_id":"c9","content":"r"}]`, "messages[1]: tool result c9 does not follow its call", ""},
+		{"unanswered call", `[{"role":"user","content":"u"},` + call + `,{"role":"user","content":"again"}]`, "messages[2]: 1 tool call(s) of the previous assistant message have no result", ""},
+		{"unanswered last call", `[{"role":"user","content":"u"},` + call + `]`, "1 tool call(s) of the last assistant message have no result", ""},
+		{"tool_choice with tools", user, "", `,"tools":[` + tool + `],"tool_choice":{"type":"function","function":{"name":"f"}}`},
+		{"tool_choice without tools", user, "tool_choice is only allowed when tools are specified", `,"tool_choice":"none"`},
+		{"tool_choice naming another tool", user, "tool_choice names function g, which is not among the tools", `,"tools":[` + tool + `],"tool_choice":{"type":"function","function":{"name":"g"}}`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s := New(t, Reply{Text: "ok"})
 			s.SetStrict(true)
 			resp, err := http.Post(s.URL+"/chat/completions", "application/json",
-				strings.NewReader(`{"model":"m","messages":`+tc.messages+`}`))
+				strings.NewReader(`{"model":"m","messages":`+tc.messages+tc.extra+`}`))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -11,7 +11,9 @@ import (
 // a system or developer message only first; content on every message but
 // an assistant message that calls tools; every tool result right after the
 // call it answers (among the results of that assistant message); every
-// tool call answered before the next other message. Off by default.
+// tool call answered before the next other message; a tool_choice only with
+// tools, and a named one only for a tool the request offers (as OpenAI
+// answers). Off by default.
 func (s *Server) SetStrict(on bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -25,6 +27,9 @@ func strictProblem(body []byte) string {
 	}
 	if err := json.Unmarshal(body, &req); err != nil {
 		return "invalid JSON: " + err.Error()
+	}
+	if problem := toolChoiceProblem(body); problem != "" {
+		return problem
 	}
 	var msgs []Message
 	if err := json.Unmarshal(body, &struct {
@@ -66,4 +71,35 @@ func strictProblem(body []byte) string {
 		return fmt.Sprintf("%d tool call(s) of the last assistant message have no result", len(pending))
 	}
 	return ""
+}
+
+// toolChoiceProblem returns why body's tool_choice would be refused, or "".
+func toolChoiceProblem(body []byte) string {
+	var req struct {
+		Tools      []Tool          `json:"tools"`
+		ToolChoice json.RawMessage `json:"tool_choice"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		return "invalid JSON: " + err.Error()
+	}
+	if len(req.ToolChoice) == 0 || string(req.ToolChoice) == "null" {
+		return ""
+	}
+	if len(req.Tools) == 0 {
+		return "tool_choice is only allowed when tools are specified"
+	}
+	var named struct {
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+	if json.Unmarshal(req.ToolChoice, &named) != nil || named.Function.Name == "" {
+		return ""
+	}
+	for _, t := range req.Tools {
+		if t.Function.Name == named.Function.Name {
+			return ""
+		}
+	}
+	return "tool_choice names function " + named.Function.Name + ", which is not among the tools"
 }
