@@ -27,10 +27,31 @@ type completion struct {
 }
 
 type choice struct {
-	Index        int             `json:"index"`
-	Message      runtime.Message `json:"message"`
-	FinishReason string          `json:"finish_reason"`
-	Logprobs     *struct{}       `json:"logprobs"`
+	Index        int          `json:"index"`
+	Message      replyMessage `json:"message"`
+	FinishReason string       `json:"finish_reason"`
+	// Logprobs is always null: the gateway asks providers for none.
+	Logprobs *struct{} `json:"logprobs"`
+}
+
+// replyMessage is the assistant message of a reply in OpenAI's response
+// shape, which requires content and refusal even when they are null.
+type replyMessage struct {
+	Role string `json:"role"`
+	// Content is null for a message that only calls tools.
+	Content   *string            `json:"content"`
+	Refusal   *string            `json:"refusal"`
+	ToolCalls []runtime.ToolCall `json:"tool_calls,omitempty"`
+}
+
+// newReplyMessage renders the run's final message.
+func newReplyMessage(m runtime.Message) replyMessage {
+	out := replyMessage{Role: runtime.RoleAssistant, ToolCalls: m.ToolCalls}
+	if m.Content != "" || len(m.ToolCalls) == 0 {
+		text := m.Content
+		out.Content = &text
+	}
+	return out
 }
 
 // replyMetadata names the agent that answered and the session.
@@ -99,7 +120,7 @@ func (s *Server) chatCompletions(c *gin.Context) {
 		Object:   "chat.completion",
 		Created:  time.Now().Unix(),
 		Model:    g.Name,
-		Choices:  []choice{{Message: res.Message, FinishReason: res.FinishReason}},
+		Choices:  []choice{{Message: newReplyMessage(res.Message), FinishReason: res.FinishReason}},
 		Usage:    res.Usage,
 		Metadata: replyMetadata{AgentName: res.Agent, SessionID: sessionID},
 	})

@@ -16,7 +16,7 @@ import (
 // A stream's chunks are chat.completion.chunk events:
 //
 //	{"id":..,"object":"chat.completion.chunk","created":..,"model":..,
-//	 "choices":[{"index":0,"delta":{..},"finish_reason":..}],"usage":{..},"metadata":{..}}
+//	 "choices":[{"index":0,"delta":{..},"logprobs":null,"finish_reason":..}],"usage":{..},"metadata":{..}}
 //
 // sse.write encodes them by appending to a buffer the stream reuses, in the
 // field order and escaping of encoding/json (stream_internal_test.go checks
@@ -174,7 +174,8 @@ func appendChunk(b []byte, id string, created int64, model string, d chunkDelta,
 			}
 			b = append(append(append(b, sep...), `"tool_calls":`...), calls...)
 		}
-		b = append(b, `},"finish_reason":`...)
+		// logprobs is null, as OpenAI sends it when none were asked for.
+		b = append(b, `},"logprobs":null,"finish_reason":`...)
 		if finish == nil {
 			b = append(b, "null"...)
 		} else {

@@ -24,6 +24,7 @@ type refChunk struct {
 type refChoice struct {
 	Index        int        `json:"index"`
 	Delta        chunkDelta `json:"delta"`
+	Logprobs     *struct{}  `json:"logprobs"`
 	FinishReason *string    `json:"finish_reason"`
 }
 

@@ -35,7 +35,7 @@ func toOpenAI(req *runtime.ChatRequest) (openai.ChatCompletionRequest, *bodyPatc
 				params = json.RawMessage(emptyObjectSchema)
 			}
 			out.Tools[i] = openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
-				Name: t.Name, Description: t.Description, Parameters: params,
+				Name: t.Name, Description: t.Description, Parameters: params, Strict: t.Strict,
 			}}
 		}
 	}

@@ -18,6 +18,9 @@ type ToolDef struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description,omitempty"`
 	Parameters  json.RawMessage `json:"parameters,omitempty"`
+	// Strict asks the provider to hold the arguments to Parameters exactly
+	// (a client tool's `strict`).
+	Strict bool `json:"strict,omitempty"`
 }
 
 // Params are the client's sampling parameters, passed to every provider call
