@@ -20,6 +20,7 @@ import (
 	"github.com/switchboard-ai/switchboard/cache/storetest"
 	"github.com/switchboard-ai/switchboard/graphs"
 	"github.com/switchboard-ai/switchboard/internal/app"
+	"github.com/switchboard-ai/switchboard/internal/openapicheck"
 	"github.com/switchboard-ai/switchboard/providers"
 	"github.com/switchboard-ai/switchboard/runtime"
 )
@@ -165,6 +166,12 @@ func (g *Gateway) Do(ctx context.Context, method, path string, body any, header 
 	out, err := io.ReadAll(resp.Body)
 	if err != nil {
 		g.t.Fatalf("read: %v", err)
+	}
+	// Every reply a test sees is judged by OpenAI's published schema too.
+	if c := openapicheck.ForTest(g.t); c != nil {
+		if _, err := c.CheckReply(method, path, resp.StatusCode, resp.Header.Get("Content-Type"), out); err != nil {
+			g.t.Errorf("%s %s: the published OpenAI schema refuses the reply: %v", method, path, err)
+		}
 	}
 	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: out}
 }

@@ -1,0 +1,120 @@
+package openapicheck
+
+import (
+	"strings"
+	"testing"
+)
+
+// The judge must fail what OpenAI's schema refuses, or it judges nothing.
+func TestValidate(t *testing.T) {
+	c := ForTest(t)
+	if c == nil {
+		t.Skip("no description to test")
+	}
+	const msg = `"message":{"role":"assistant","content":"hi","refusal":null}`
+	tests := []struct {
+		name string
+		kind Kind
+		body string
+		ok   bool
+	}{
+		{"reply", ChatCompletion, `{"id":"c","object":"chat.completion","created":1,"model":"support","choices":[{"index":0,` + msg + `,"finish_reason":"stop","logprobs":null}],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3},"metadata":{"agentName":"billing","sessionId":""}}`, true},
+		{"reply without refusal", ChatCompletion, `{"id":"c","object":"chat.completion","created":1,"model":"support","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop","logprobs":null}]}`, false},
+		{"reply without logprobs", ChatCompletion, `{"id":"c","object":"chat.completion","created":1,"model":"support","choices":[{"index":0,` + msg + `,"finish_reason":"stop"}]}`, false},
+		{"reply without index", ChatCompletion, `{"id":"c","object":"chat.completion","created":1,"model":"support","choices":[{` + msg + `,"finish_reason":"stop","logprobs":null}]}`, false},
+		{"reply with an unknown finish_reason", ChatCompletion, `{"id":"c","object":"chat.completion","created":1,"model":"support","choices":[{"index":0,` + msg + `,"finish_reason":"handoff","logprobs":null}]}`, false},
+		{"reply with nested metadata", ChatCompletion, `{"id":"c","object":"chat.completion","created":1,"model":"support","choices":[],"metadata":{"agent":{"name":"x"}}}`, false},
+		{"chunk", ChatCompletionChunk, `{"id":"c","object":"chat.completion.chunk","created":1,"model":"support","choices":[{"index":0,"delta":{"role":"assistant","content":"hi"},"logprobs":null,"finish_reason":null}],"metadata":{"agentName":"triage","event":"handoff"}}`, true},
+		{"usage chunk", ChatCompletionChunk, `{"id":"c","object":"chat.completion.chunk","created":1,"model":"support","choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}`, true},
+		{"chunk with null usage", ChatCompletionChunk, `{"id":"c","object":"chat.completion.chunk","created":1,"model":"support","choices":[],"usage":null}`, true},
+		{"chunk without finish_reason", ChatCompletionChunk, `{"id":"c","object":"chat.completion.chunk","created":1,"model":"support","choices":[{"index":0,"delta":{}}]}`, false},
+		{"chunk with a bad object", ChatCompletionChunk, `{"id":"c","object":"chat.completion","created":1,"model":"support","choices":[]}`, false},
+		{"error", ErrorResponse, `{"error":{"message":"m","type":"invalid_request_error","param":null,"code":"invalid_request"}}`, true},
+		{"error without param", ErrorResponse, `{"error":{"message":"m","type":"invalid_request_error","code":"invalid_request"}}`, false},
+		{"models", ModelList, `{"object":"list","data":[{"id":"support","object":"model","created":1,"owned_by":"switchboard","description":"desk"}]}`, true},
+		{"models without owned_by", ModelList, `{"object":"list","data":[{"id":"support","object":"model","created":1}]}`, false},
+		{"model", Model, `{"id":"support","object":"model","created":1,"owned_by":"switchboard"}`, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := c.Validate(tt.kind, []byte(tt.body))
+			if (err == nil) != tt.ok {
+				t.Fatalf("Validate = %v, want ok=%v", err, tt.ok)
+			}
+		})
+	}
+}
+
+func TestCheckReply(t *testing.T) {
+	c := ForTest(t)
+	if c == nil {
+		t.Skip("no description to test")
+	}
+	chunk := `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"x"},"finish_reason":null}]}` + "\n\n"
+	errEvent := `data: {"error":{"message":"m","type":"server_error","param":null,"code":"upstream_error"}}` + "\n\n"
+	done := "data: [DONE]\n\n"
+	tests := []struct {
+		name        string
+		method      string
+		path        string
+		status      int
+		contentType string
+		body        string
+		checked     int
+		ok          bool
+	}{
+		{"stream", "POST", "/v1/chat/completions", 200, "text/event-stream", chunk + chunk + done, 2, true},
+		{"stream with an error event", "POST", "/v1/chat/completions", 200, "text/event-stream", chunk + errEvent + done, 2, true},
+		{"stream without [DONE]", "POST", "/v1/chat/completions", 200, "text/event-stream", chunk, 1, false},
+		{"stream with a bad chunk", "POST", "/v1/chat/completions", 200, "text/event-stream", `data: {"id":"c"}` + "\n\n" + done, 1, false},
+		{"an error status", "GET", "/v1/sessions/x", 404, "application/json", `{"error":{"message":"m","type":"invalid_request_error","param":null,"code":"session_not_found"}}`, 1, true},
+		{"an error without code", "POST", "/v1/chat/completions", 400, "application/json", `{"error":{"message":"m","type":"invalid_request_error","param":null}}`, 1, false},
+		{"a session is not judged", "GET", "/v1/sessions/x", 200, "application/json", `{"id":"x"}`, 0, true},
+		{"health is not judged", "GET", "/healthz", 200, "application/json", `{}`, 0, true},
+		{"model", "GET", "/v1/models/support?x=1", 200, "application/json", `{"id":"support","object":"model","created":1,"owned_by":"switchboard"}`, 1, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n, err := c.CheckReply(tt.method, tt.path, tt.status, tt.contentType, []byte(tt.body))
+			if (err == nil) != tt.ok || n != tt.checked {
+				t.Fatalf("CheckReply = %d, %v; want %d, ok=%v", n, err, tt.checked, tt.ok)
+			}
+		})
+	}
+}
+
+func TestRewriteNullable(t *testing.T) {
+	got := rewriteNullable(map[string]any{
+		"properties": map[string]any{
+			"a": map[string]any{"type": "string", "enum": []any{"x"}, "nullable": true},
+			"b": map[string]any{"$ref": "#/x", "nullable": true},
+			"c": map[string]any{"type": "string", "nullable": false},
+		},
+	}).(map[string]any)["properties"].(map[string]any)
+	a := got["a"].(map[string]any)
+	if ty := a["type"].([]any); len(ty) != 2 || ty[1] != "null" {
+		t.Errorf("a.type = %v", a["type"])
+	}
+	if e := a["enum"].([]any); len(e) != 2 || e[1] != nil {
+		t.Errorf("a.enum = %v", a["enum"])
+	}
+	if _, ok := got["b"].(map[string]any)["anyOf"]; !ok {
+		t.Errorf("b = %v, want anyOf with null", got["b"])
+	}
+	if _, ok := got["c"].(map[string]any)["nullable"]; ok || got["c"].(map[string]any)["type"] != "string" {
+		t.Errorf("c = %v", got["c"])
+	}
+}
+
+func TestSpecPathFindsTheRepositoryRoot(t *testing.T) {
+	p, err := SpecPath()
+	if err != nil {
+		if ForTest(t) == nil {
+			t.Skip(err)
+		}
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(p, "openai-openapi.json") {
+		t.Fatalf("SpecPath = %s", p)
+	}
+}
