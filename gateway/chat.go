@@ -111,6 +111,7 @@ func (s *Server) chatCompletions(c *gin.Context) {
 		s.abortRequest(c, g.Name, start, s.runError(g, err))
 		return
 	}
+	recordUsage(c, res.Usage)
 	c.Header("X-Agent-Name", res.Agent)
 	if sessionID != "" {
 		c.Header(s.cfg.Server.SessionHeader, sessionID)

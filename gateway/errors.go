@@ -16,6 +16,8 @@ type Error struct {
 	Code    string
 	Message string
 	Param   string
+	// Type overrides the OpenAI error type the status implies.
+	Type string
 }
 
 // Error implements error.
@@ -107,6 +109,9 @@ type errorDetail struct {
 
 func (e *Error) body() errorBody {
 	d := errorDetail{Message: e.Message, Type: errType(e.Status), Code: e.Code}
+	if e.Type != "" {
+		d.Type = e.Type
+	}
 	if e.Param != "" {
 		p := e.Param
 		d.Param = &p

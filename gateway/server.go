@@ -36,6 +36,9 @@ type Options struct {
 	TracerProvider trace.TracerProvider
 	Propagator     propagation.TextMapPropagator
 	Logger         *slog.Logger
+	// Limiter counts the rate limits of keys that have them; nil limits
+	// nothing.
+	Limiter Limiter
 }
 
 // Server serves the gateway's routes.
@@ -78,7 +81,7 @@ func New(opts Options) *Server {
 	}
 	e.GET("/metrics", gin.WrapH(promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{})))
 
-	v1 := e.Group("/v1", s.track, s.auth)
+	v1 := e.Group("/v1", s.track, s.auth, s.rateLimit)
 	v1.POST("/chat/completions", s.chatCompletions)
 	v1.GET("/models", s.listModels)
 	v1.GET("/models/:id", s.getModel)

@@ -101,6 +101,7 @@ func (s *Server) stream(c *gin.Context, g *graphs.Graph, rreq *runtime.Request, 
 		s.observe(g.Name, e.Status, e.Code, start, 0)
 		return
 	}
+	recordUsage(c, res.Usage)
 	meta := chunkMetadata{AgentName: res.Agent, SessionID: rreq.SessionID}
 	d := chunkDelta{}
 	if !w.sentRole {

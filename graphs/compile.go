@@ -103,7 +103,7 @@ func compileServer(r *rawServer, p *problems) Server {
 			}
 			keys[k.Key] = i
 		}
-		s.APIKeys = append(s.APIKeys, APIKey(k))
+		s.APIKeys = append(s.APIKeys, APIKey{Name: k.Name, Key: k.Key, Limits: compileLimits(k.Limits, path, p)})
 	}
 	return s
 }

@@ -54,6 +54,8 @@ type rawAPIKey struct {
 	Name string `yaml:"name"`
 	// Key is the bearer token; required and unique.
 	Key string `yaml:"key"`
+	// Limits are the key's rate limits; default none.
+	Limits *rawLimits `yaml:"limits"`
 }
 
 // rawStore is the `store:` section.

@@ -39,6 +39,8 @@ type Server struct {
 type APIKey struct {
 	Name string
 	Key  string
+	// Limits are the key's rate limits; the zero value limits nothing.
+	Limits Limits
 }
 
 // Store is the compiled `store:` section.

@@ -33,6 +33,7 @@ type App struct {
 	store   runtime.Store
 	metrics *telemetry.Metrics
 	reg     *prometheus.Registry
+	limiter gateway.Limiter
 	server  *http.Server
 	gens    generations
 }
@@ -75,10 +76,11 @@ func New(ctx context.Context, cfg *graphs.Set, log *slog.Logger, opts ...Option)
 		_ = tracing.Shutdown(ctx)
 		return nil, fmt.Errorf("open session store: %w", err)
 	}
+	limiter := newLimiter(store)
 	if o.wrapStore != nil {
 		store = o.wrapStore(store)
 	}
-	a := &App{log: log, tracing: tracing, store: store, metrics: metrics, reg: reg}
+	a := &App{log: log, tracing: tracing, store: store, metrics: metrics, reg: reg, limiter: limiter}
 	a.gens.reloads = telemetry.NewReloads(reg)
 	gen, err := a.newGeneration(cfg)
 	if err != nil {
@@ -122,6 +124,7 @@ func (a *App) newGeneration(cfg *graphs.Set) (*generation, error) {
 		TracerProvider: a.tracing.Provider,
 		Propagator:     a.tracing.Propagator,
 		Logger:         a.log,
+		Limiter:        a.limiter,
 	})
 	return &generation{cfg: cfg, models: models, gateway: gw, handler: gw.Handler()}, nil
 }
@@ -164,6 +167,16 @@ func (a *App) Close(ctx context.Context) error {
 	defer cancel()
 	a.gens.close()
 	return errors.Join(a.store.Close(), a.tracing.Shutdown(ctx))
+}
+
+// newLimiter returns the rate limiter that counts where store keeps
+// sessions: in Redis for the Redis store, so that every gateway on it
+// shares the counts, else in this process.
+func newLimiter(store runtime.Store) gateway.Limiter {
+	if r, ok := store.(*cache.Redis); ok {
+		return r.Limiter()
+	}
+	return cache.NewMemoryLimiter()
 }
 
 func ignoreClosed(err error) error {
