@@ -43,11 +43,15 @@ func compile(raw *rawConfig, builtin map[string]Provider, p *problems) *Set {
 		Providers: compileProviders(raw.Providers, builtin, p),
 	}
 	tools := compileTools(raw.Tools, p)
+	set.MCPServers = compileMCPServers(raw.MCPServers, p)
 	principals := map[string]bool{}
 	for _, k := range set.Server.APIKeys {
 		principals[k.Name] = true
 	}
 	agents := compileAgents(raw.Agents, tools, set.Providers, principals, p)
+	for _, name := range slices.Sorted(maps.Keys(raw.Agents)) {
+		compileAgentMCP(agents[name], raw.Agents[name].MCP, set.MCPServers, p)
+	}
 	set.Graphs = compileGraphs(raw.Graphs, agents, p)
 	set.GraphNames = slices.Sorted(maps.Keys(set.Graphs))
 	return set

@@ -22,6 +22,8 @@ type rawConfig struct {
 	// Tools are the server-side tools agents may use, by name; the name is
 	// the function name the model sees.
 	Tools map[string]rawTool `yaml:"tools"`
+	// MCPServers are the MCP servers whose tools agents may use, by name.
+	MCPServers map[string]rawMCPServer `yaml:"mcp_servers"`
 	// Agents are keyed by name.
 	Agents map[string]rawAgent `yaml:"agents"`
 	// Graphs are keyed by the model name clients use. At least one is
@@ -141,6 +143,9 @@ type rawAgent struct {
 	Model yaml.Node `yaml:"model"`
 	// Tools name entries of the top-level `tools:`; default none.
 	Tools []string `yaml:"tools"`
+	// MCP name entries of `mcp_servers:` whose allowed tools the agent
+	// offers; default none.
+	MCP []string `yaml:"mcp"`
 	// Handoffs are the agents this one can hand the run to; each item is
 	// a target agent name or a rawHandoff mapping; default none.
 	Handoffs []yaml.Node `yaml:"handoffs"`

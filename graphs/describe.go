@@ -53,6 +53,9 @@ func describeGraph(w io.Writer, g *Graph) {
 			tools = []string{"none"}
 		}
 		fmt.Fprintf(w, "    tools: %s\n", strings.Join(tools, ", "))
+		if len(a.MCP) > 0 {
+			fmt.Fprintf(w, "    mcp: %s\n", describeMCP(a.MCP))
+		}
 		if len(a.Handoffs) == 0 {
 			fmt.Fprintln(w, "    handoffs: none")
 		}

@@ -19,6 +19,8 @@ type Set struct {
 	// Providers holds every usable provider: the built-in defaults merged
 	// with the file's `providers:` entries, keyed by name.
 	Providers map[string]Provider
+	// MCPServers holds every entry of `mcp_servers:`, keyed by name.
+	MCPServers map[string]*MCPServer
 	// Graphs are keyed by model name.
 	Graphs map[string]*Graph
 	// GraphNames lists the keys of Graphs, sorted.
@@ -109,6 +111,9 @@ type Agent struct {
 	Models   []ModelRef
 	Tools    []*Tool
 	Handoffs []*Handoff
+	// MCP lists the MCP servers whose allowed tools the agent offers, in
+	// the order of its `mcp:`.
+	MCP []*MCPServer
 }
 
 // Tool is a server-side tool run by the gateway: a POST of the JSON

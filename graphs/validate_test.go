@@ -368,7 +368,7 @@ func TestUnknownKeys(t *testing.T) {
 		{
 			name: "top level",
 			yml:  "agent: {}\nagents: {triage: {model: openai/m}}\ngraphs: {support: {lead: triage}}",
-			want: `config invalid: config: unknown key "agent" (line 1); known keys: server, store, telemetry, providers, tools, agents, graphs`,
+			want: `config invalid: config: unknown key "agent" (line 1); known keys: server, store, telemetry, providers, tools, mcp_servers, agents, graphs`,
 		},
 		{
 			name: "server",
@@ -378,7 +378,7 @@ func TestUnknownKeys(t *testing.T) {
 		{
 			name: "agent",
 			yml:  "agents:\n  triage:\n    model: openai/m\n    modle: x\ngraphs: {support: {lead: triage}}",
-			want: `config invalid: agents.triage: unknown key "modle" (line 4); known keys: description, instructions, model, tools, handoffs`,
+			want: `config invalid: agents.triage: unknown key "modle" (line 4); known keys: description, instructions, model, tools, mcp, handoffs`,
 		},
 		{
 			name: "handoff",
