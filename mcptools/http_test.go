@@ -1,0 +1,141 @@
+package mcptools
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// httpYAML is a config whose agent billing uses the HTTP server at url.
+func httpYAML(url, headers string) string {
+	return fmt.Sprintf(`
+mcp_servers:
+  remote:
+    url: %q
+    headers: %s
+    tools: [echo, pid, fail]
+agents:
+  billing: {model: demo/echo, mcp: [remote]}
+graphs: {support: {lead: billing}}
+`, url, headers)
+}
+
+func TestHTTPToolsWithHeadersAndAllowList(t *testing.T) {
+	srv := startHTTPServer(t, "Bearer t1")
+	m, _ := startManager(t, httpYAML(srv.URL(), `{Authorization: "Bearer ${TOKEN}"}`), map[string]string{"TOKEN": "t1"})
+	if got, want := toolNames(m.Tools("billing")), []string{"echo", "fail", "pid"}; !slices.Equal(got, want) {
+		t.Fatalf("billing's tools = %v, want the allow-list %v", got, want)
+	}
+	got, err := m.Call(context.Background(), "remote", "echo", `{"message":"over http"}`)
+	if err != nil || got != "Echo: over http\nsecond part" {
+		t.Errorf("echo = %q, %v", got, err)
+	}
+	_, err = m.Call(context.Background(), "remote", "fail", `{}`)
+	if err == nil || err.Error() != "the customer does not exist" {
+		t.Errorf("fail = %v, want the server's text", err)
+	}
+}
+
+func TestHTTPWrongHeaderIsUnreachable(t *testing.T) {
+	srv := startHTTPServer(t, "Bearer t1")
+	m, rec := startManager(t, httpYAML(srv.URL(), `{Authorization: "Bearer wrong"}`), nil)
+	if got := m.Tools("billing"); len(got) != 0 {
+		t.Errorf("billing's tools = %v, want none from a server that refused us", toolNames(got))
+	}
+	if rec.count("mcp server unreachable") != 1 {
+		t.Errorf("log = %q, want one warning that the server is unreachable", rec.msgs)
+	}
+}
+
+func TestHTTPServerUpLater(t *testing.T) {
+	addr := reserveAddr(t)
+	m, rec := startManager(t, httpYAML("http://"+addr+"/mcp", "{}"), nil)
+	if got := m.Tools("billing"); len(got) != 0 {
+		t.Fatalf("billing's tools = %v before the server is up", toolNames(got))
+	}
+	if rec.count("mcp server unreachable") != 1 {
+		t.Errorf("log = %q, want one warning that the server is unreachable", rec.msgs)
+	}
+	srv := &httpServer{t: t, addr: addr}
+	srv.start()
+	t.Cleanup(srv.stop)
+	eventually(t, "the tools of a server that came up", func() error {
+		if len(m.Tools("billing")) != 3 {
+			return fmt.Errorf("tools %v", toolNames(m.Tools("billing")))
+		}
+		return nil
+	})
+	if got, err := m.Call(context.Background(), "remote", "echo", `{"message":"late"}`); err != nil || !strings.HasPrefix(got, "Echo: late") {
+		t.Errorf("echo = %q, %v", got, err)
+	}
+}
+
+func TestHTTPServerKilledAndBack(t *testing.T) {
+	srv := startHTTPServer(t, "")
+	m, _ := startManager(t, httpYAML(srv.URL(), "{}"), nil)
+	ctx := context.Background()
+	if _, err := m.Call(ctx, "remote", "echo", `{"message":"one"}`); err != nil {
+		t.Fatal(err)
+	}
+	srv.stop()
+	if _, err := m.Call(ctx, "remote", "echo", `{"message":"two"}`); err == nil {
+		t.Fatal("a call to a killed server succeeded")
+	} else if strings.Contains(err.Error(), "127.0.0.1") {
+		t.Errorf("the error tells the model an address: %v", err)
+	}
+	if len(m.Tools("billing")) != 3 {
+		t.Error("the tools of a server that went down are no longer offered")
+	}
+	if _, err := m.Call(ctx, "remote", "echo", `{"message":"three"}`); err == nil {
+		t.Fatal("a call to a server that is down succeeded")
+	}
+	srv.start()
+	eventually(t, "a call after the server came back", func() error {
+		_, err := m.Call(ctx, "remote", "echo", `{"message":"four"}`)
+		return err
+	})
+}
+
+func TestNameClashesAreNotOffered(t *testing.T) {
+	srv := startHTTPServer(t, "")
+	yml := fmt.Sprintf(`
+tools:
+  echo: {http: {url: "http://127.0.0.1:1/echo"}}
+mcp_servers:
+  first: {url: %[1]q, tools: [pid, fail]}
+  second: {url: %[1]q}
+agents:
+  billing:
+    model: demo/echo
+    tools: [echo]
+    handoffs: [{agent: refunds, tool_name: slow}]
+    mcp: [first, second]
+  refunds: {model: demo/echo, description: Refunds}
+graphs: {support: {lead: billing}}
+`, srv.URL())
+	m, rec := startManager(t, yml, nil)
+	got := m.Tools("billing")
+	want := []string{"big", "die", "fail", "getenv", "pid", "spawn", "weather"}
+	if !slices.Equal(toolNames(got), want) {
+		t.Errorf("billing's tools = %v, want %v", toolNames(got), want)
+	}
+	for _, tool := range got {
+		if (tool.Name == "pid" || tool.Name == "fail") && tool.Server != "first" {
+			t.Errorf("%s comes from %s, want first: the server listed first wins", tool.Name, tool.Server)
+		}
+	}
+	for _, p := range []string{
+		`config invalid: agent "billing": mcp server "second": tool "echo" clashes with a tool or handoff of the agent`,
+		`config invalid: agent "billing": mcp server "second": tool "slow" clashes with a tool or handoff of the agent`,
+		`config invalid: agent "billing": mcp server "second": tool "pid" is also offered by mcp server "first"`,
+	} {
+		if n := rec.count(p); n != 1 {
+			t.Errorf("%q logged %d times, want once; log: %q", p, n, rec.msgs)
+		}
+	}
+	if got := m.Tools("refunds"); len(got) != 0 {
+		t.Errorf("refunds, without mcp, is offered %v", toolNames(got))
+	}
+}

@@ -1,0 +1,182 @@
+package mcptools
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The tests run this package's test binary as a stdio MCP server (and as
+// the child such a server starts), chosen by testServerEnv, and serve the
+// same tools over streamable HTTP in process.
+
+const testServerEnv = "MCPTOOLS_TEST_SERVER"
+
+func TestMain(m *testing.M) {
+	switch os.Getenv(testServerEnv) {
+	case "":
+		os.Exit(m.Run())
+	case "stdio":
+		if err := newTestServer().Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+			fmt.Fprintln(os.Stderr, "test server:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	case "child":
+		// A grandchild of the gateway, which a stdio server may leave
+		// behind: it lives until it is killed.
+		time.Sleep(time.Hour)
+		os.Exit(0)
+	}
+}
+
+// newTestServer is an MCP server whose tools exercise the manager.
+func newTestServer() *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "mcptools-test", Version: "1"}, nil)
+	type echoIn struct {
+		Message string `json:"message"`
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echoes the message"},
+		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{
+				&mcp.TextContent{Text: "Echo: " + in.Message},
+				&mcp.TextContent{Text: "second part"},
+			}}, nil, nil
+		})
+	type weather struct {
+		Temperature int    `json:"temperature"`
+		Conditions  string `json:"conditions"`
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "weather", Description: "Structured content only"},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, weather, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{}}, weather{Temperature: 21, Conditions: "Sunny"}, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "fail", Description: "Fails as a tool"},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "the customer does not exist"}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "big", Description: "Answers more than 1 MiB"},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("x", MaxResultBytes+1)}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "slow", Description: "Answers when the call is cancelled"},
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			<-ctx.Done()
+			return nil, nil, ctx.Err()
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "die", Description: "Exits mid-call"},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			os.Exit(3)
+			return nil, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "spawn", Description: "Starts a child that never exits and returns its pid"},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), testServerEnv+"=child")
+			if err := cmd.Start(); err != nil {
+				return nil, nil, err
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strconv.Itoa(cmd.Process.Pid)}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "getenv", Description: "Reads an environment variable"},
+		func(_ context.Context, _ *mcp.CallToolRequest, in struct {
+			Name string `json:"name"`
+		}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Name + "=" + os.Getenv(in.Name)}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "pid", Description: "Returns the server's pid"},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strconv.Itoa(os.Getpid())}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "bad.name", Description: "Cannot be offered to a model"},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{}, nil, nil
+		})
+	return s
+}
+
+// httpServer serves newTestServer over streamable HTTP on a loopback
+// address that survives a restart, so that tests can kill it and bring it
+// back where the config points.
+type httpServer struct {
+	t    *testing.T
+	addr string
+	srv  *http.Server
+	// wantAuth, when set, is the Authorization header every request needs.
+	wantAuth string
+}
+
+// startHTTPServer listens on a kernel-chosen loopback port.
+func startHTTPServer(t *testing.T, wantAuth string) *httpServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &httpServer{t: t, addr: ln.Addr().String(), wantAuth: wantAuth}
+	h.serve(ln)
+	t.Cleanup(h.stop)
+	return h
+}
+
+// reserveAddr returns a loopback address nothing listens on (yet).
+func reserveAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+func (h *httpServer) URL() string { return "http://" + h.addr + "/mcp" }
+
+func (h *httpServer) serve(ln net.Listener) {
+	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return newTestServer() }, nil)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h.wantAuth != "" && r.Header.Get("Authorization") != h.wantAuth {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		handler.ServeHTTP(w, r)
+	})}
+	h.srv = srv
+	go func() { _ = srv.Serve(ln) }()
+}
+
+// stop kills the server: every connection is dropped at once.
+func (h *httpServer) stop() {
+	if h.srv != nil {
+		_ = h.srv.Close()
+		h.srv = nil
+	}
+}
+
+// start (re)starts the server on its address.
+func (h *httpServer) start() {
+	h.t.Helper()
+	var ln net.Listener
+	var err error
+	// The port was just freed; on a busy machine it may take a moment.
+	for range 50 {
+		if ln, err = net.Listen("tcp", h.addr); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.serve(ln)
+}
