@@ -4,7 +4,7 @@ GO ?= go
 # with "context deadline exceeded" at the deadline (go.dev/issue/75804).
 FUZZTIME ?= 20000x
 
-.PHONY: run test check unit fuzz-short e2e tracing-e2e bench bench-streams fuzz soak build docker
+.PHONY: run test check unit mcp-deps fuzz-short e2e tracing-e2e bench bench-streams fuzz soak build docker
 
 # run: the gateway on its built-in offline demo (no network, no config).
 run:
@@ -21,8 +21,12 @@ check:
 	$(GO) vet ./...
 	$(GO) mod tidy -diff
 
-unit:
+unit: mcp-deps
 	$(GO) test -race -count=1 ./...
+
+# mcp-deps: the reference MCP server that tests/mcp runs against (npm ci).
+mcp-deps:
+	bash scripts/mcp-deps.sh
 
 # fuzz-short: each fuzz target for FUZZTIME executions (seeds also run in `unit`).
 fuzz-short:

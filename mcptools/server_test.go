@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/switchboard-ai/switchboard/internal/testenv"
 )
 
 // The tests run this package's test binary as a stdio MCP server (and as
@@ -24,7 +26,7 @@ const testServerEnv = "MCPTOOLS_TEST_SERVER"
 func TestMain(m *testing.M) {
 	switch os.Getenv(testServerEnv) {
 	case "":
-		os.Exit(m.Run())
+		testenv.VerifyNoLeaks(m)
 	case "stdio":
 		if err := newTestServer().Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 			fmt.Fprintln(os.Stderr, "test server:", err)
@@ -111,6 +113,7 @@ type httpServer struct {
 	t    *testing.T
 	addr string
 	srv  *http.Server
+	mcp  *mcp.Server
 	// wantAuth, when set, is the Authorization header every request needs.
 	wantAuth string
 }
@@ -143,7 +146,9 @@ func reserveAddr(t *testing.T) string {
 func (h *httpServer) URL() string { return "http://" + h.addr + "/mcp" }
 
 func (h *httpServer) serve(ln net.Listener) {
-	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return newTestServer() }, nil)
+	mcpServer := newTestServer()
+	h.mcp = mcpServer
+	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return mcpServer }, nil)
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if h.wantAuth != "" && r.Header.Get("Authorization") != h.wantAuth {
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
@@ -155,11 +160,15 @@ func (h *httpServer) serve(ln net.Listener) {
 	go func() { _ = srv.Serve(ln) }()
 }
 
-// stop kills the server: every connection is dropped at once.
+// stop kills the server: every connection is dropped at once, and every
+// session forgotten, as a restarted process would.
 func (h *httpServer) stop() {
 	if h.srv != nil {
 		_ = h.srv.Close()
 		h.srv = nil
+		for ss := range h.mcp.Sessions() {
+			_ = ss.Close()
+		}
 	}
 }
 
