@@ -134,7 +134,7 @@ func decodeError(err error) *Error {
 	if errors.As(err, &tooBig) {
 		return &Error{Status: http.StatusRequestEntityTooLarge, Code: codeTooLarge, Message: fmt.Sprintf("the request body is over the limit of %d bytes", tooBig.Limit)}
 	}
-	return badRequest("", "cannot read the request body: %v", err)
+	return bodyReadError(err)
 }
 
 // runError maps and logs a run's failure.

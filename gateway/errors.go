@@ -36,6 +36,7 @@ const (
 	codeUpstreamError    = "upstream_error"
 	codeStoreUnavailable = "store_unavailable"
 	codeUpstreamTimeout  = "upstream_timeout"
+	codeDraining         = "draining"
 	codeInternal         = "internal_error"
 	codeClientClosed     = "client_closed_request"
 )

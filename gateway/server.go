@@ -66,6 +66,8 @@ func New(opts Options) *Server {
 	}
 	e := gin.New()
 	e.ContextWithFallback = true
+	// A known route asked with another method is 405 with Allow, not 404.
+	e.HandleMethodNotAllowed = true
 	e.Use(gin.CustomRecoveryWithWriter(nil, func(c *gin.Context, err any) {
 		s.log.Error("panic serving request", "path", c.Request.URL.Path, "panic", err)
 		s.abort(c, &Error{Status: http.StatusInternalServerError, Code: codeInternal, Message: "internal error"})
@@ -82,7 +84,7 @@ func New(opts Options) *Server {
 	e.GET("/metrics", gin.WrapH(promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{})))
 
 	v1 := e.Group("/v1", s.track, s.auth, s.rateLimit)
-	v1.POST("/chat/completions", s.chatCompletions)
+	v1.POST("/chat/completions", s.admitRun, s.chatCompletions)
 	v1.GET("/models", s.listModels)
 	v1.GET("/models/:id", s.getModel)
 	v1.GET("/sessions/:id", s.getSession)
@@ -98,7 +100,13 @@ func New(opts Options) *Server {
 		s.abort(c, &Error{Status: http.StatusNotFound, Code: "not_found", Message: "no route " + c.Request.Method + " " + c.Request.URL.Path})
 	})
 	e.NoMethod(func(c *gin.Context) {
-		s.abort(c, &Error{Status: http.StatusMethodNotAllowed, Code: "method_not_allowed", Message: "method not allowed"})
+		if strings.HasPrefix(c.Request.URL.Path, "/v1/") {
+			if s.auth(c); c.IsAborted() {
+				return
+			}
+		}
+		s.abort(c, &Error{Status: http.StatusMethodNotAllowed, Code: "method_not_allowed",
+			Message: c.Request.Method + " is not allowed on " + c.Request.URL.Path + " (allowed: " + c.Writer.Header().Get("Allow") + ")"})
 	})
 	s.engine = e
 	return s
@@ -108,8 +116,17 @@ func New(opts Options) *Server {
 func (s *Server) Handler() http.Handler { return s.engine }
 
 // Drain makes /readyz answer 503 so that load balancers stop sending new
-// requests while open runs finish.
+// requests, and refuses new runs with 503 draining, while open runs finish.
 func (s *Server) Drain() { s.draining.Store(true) }
+
+// admitRun refuses a new run once the server drains: the process is about
+// to exit, and a run started now would be cut at the drain timeout.
+func (s *Server) admitRun(c *gin.Context) {
+	if s.draining.Load() {
+		c.Header("Connection", "close")
+		s.abort(c, &Error{Status: http.StatusServiceUnavailable, Code: codeDraining, Message: "the gateway is shutting down; retry on another instance"})
+	}
+}
 
 // WaitIdle waits until no /v1 request is in flight, or ctx is done. The
 // listener stays open meanwhile, so that probes read /readyz 503 rather
@@ -148,9 +165,9 @@ func (s *Server) auth(c *gin.Context) {
 	if len(keys) == 0 {
 		return
 	}
-	h := c.GetHeader("Authorization")
-	token, ok := strings.CutPrefix(h, "Bearer ")
-	if ok {
+	// The scheme is case-insensitive (RFC 9110 §11.1): bearer works too.
+	scheme, token, ok := strings.Cut(strings.TrimSpace(c.GetHeader("Authorization")), " ")
+	if ok && strings.EqualFold(scheme, "Bearer") {
 		token = strings.TrimSpace(token)
 		for _, k := range keys {
 			if subtle.ConstantTimeCompare([]byte(token), []byte(k.Key)) == 1 {

@@ -109,6 +109,7 @@ func compileServer(r *rawServer, p *problems) Server {
 		}
 		s.APIKeys = append(s.APIKeys, APIKey{Name: k.Name, Key: k.Key, Limits: compileLimits(k.Limits, path, p)})
 	}
+	compileServerLimits(r, &s, p)
 	return s
 }
 
@@ -124,6 +125,7 @@ func compileStore(r *rawStore, p *problems) Store {
 	if s.URL == "" {
 		s.URL = defaultStoreURL
 	}
+	compileStoreLimits(r, &s, p)
 	return s
 }
 
@@ -201,6 +203,7 @@ func compileProviders(raw map[string]rawProvider, builtin map[string]Provider, p
 		if prov.Kind != "demo" && prov.BaseURL == "" {
 			p.addf("%s: base_url is required (it is not a built-in provider)", subject)
 		}
+		compileProviderLimits(&r, &prov, subject, p)
 		out[name] = prov
 	}
 	return out
@@ -263,6 +266,7 @@ func compileGraphs(raw map[string]rawGraph, agents map[string]*Agent, p *problem
 			g.Lead = lead
 			g.Agents = reachable(lead)
 		}
+		compileGraphLimits(&r, g, subject, p)
 		out[name] = g
 	}
 	return out

@@ -48,6 +48,15 @@ type rawServer struct {
 	DrainTimeout string `yaml:"drain_timeout"`
 	// APIKeys are the accepted bearer keys; absent or empty means no auth.
 	APIKeys []rawAPIKey `yaml:"api_keys"`
+	// IdleTimeout closes a keep-alive connection idle this long, a Go
+	// duration; default 60s.
+	IdleTimeout string `yaml:"idle_timeout"`
+	// ReadTimeout bounds the arrival of a request's headers and body, a Go
+	// duration; default 30s.
+	ReadTimeout string `yaml:"read_timeout"`
+	// StreamWriteTimeout drops a stream client that takes no bytes for
+	// this long and cancels its run, a Go duration; default 30s.
+	StreamWriteTimeout string `yaml:"stream_write_timeout"`
 }
 
 // rawAPIKey is one entry of `server.api_keys`.
@@ -73,6 +82,9 @@ type rawStore struct {
 	// LockLease is how long a dead gateway can hold a session, a Go
 	// duration; default 30s.
 	LockLease string `yaml:"lock_lease"`
+	// MaxSessionBytes bounds a stored transcript, in bytes of its JSON
+	// messages; default 16 MiB.
+	MaxSessionBytes *int64 `yaml:"max_session_bytes"`
 }
 
 // rawTelemetry is the `telemetry:` section.
@@ -108,6 +120,8 @@ type rawProvider struct {
 	// Headers are sent with every request; they are merged key by key
 	// over the built-in's headers.
 	Headers map[string]string `yaml:"headers"`
+	// MaxResponseBytes bounds one answer's body, in bytes; default 32 MiB.
+	MaxResponseBytes *int64 `yaml:"max_response_bytes"`
 }
 
 // rawTool is one entry of `tools:`.
@@ -194,4 +208,10 @@ type rawGraph struct {
 	// MaxSteps bounds the model calls of one run, across agents;
 	// default 20.
 	MaxSteps *int `yaml:"max_steps"`
+	// MaxToolCallsPerTurn bounds the tool calls of one model turn that
+	// are run; default 64.
+	MaxToolCallsPerTurn *int `yaml:"max_tool_calls_per_turn"`
+	// ToolConcurrency bounds the server tools of one turn running at once;
+	// default 8.
+	ToolConcurrency *int `yaml:"tool_concurrency"`
 }

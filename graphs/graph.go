@@ -35,6 +35,13 @@ type Server struct {
 	MaxBodyBytes  int64         // default 4 MiB
 	APIKeys       []APIKey      // empty: no auth
 	DrainTimeout  time.Duration // default 30s; graceful shutdown bound
+	// IdleTimeout closes idle keep-alive connections (default 60s),
+	// ReadTimeout bounds a request's headers and body (default 30s), and
+	// StreamWriteTimeout drops a stream client that takes no bytes
+	// (default 30s).
+	IdleTimeout        time.Duration
+	ReadTimeout        time.Duration
+	StreamWriteTimeout time.Duration
 }
 
 // APIKey is one accepted bearer key and the principal it stands for.
@@ -51,6 +58,8 @@ type Store struct {
 	SessionTTL time.Duration // default 24h
 	Timeout    time.Duration // default 2s; bound on one store operation
 	LockLease  time.Duration // default 30s
+	// MaxSessionBytes bounds a stored transcript (default 16 MiB).
+	MaxSessionBytes int64
 }
 
 // Telemetry is the compiled `telemetry:` section.
@@ -77,6 +86,9 @@ type Provider struct {
 	StreamIdleTimeout time.Duration
 	// Headers are sent with every request to this provider.
 	Headers map[string]string
+	// MaxResponseBytes bounds one answer's body; 0 means the default
+	// (32 MiB).
+	MaxResponseBytes int64
 }
 
 // ModelRef names a model at a provider: "openai/gpt-4o-mini" is
@@ -100,6 +112,11 @@ type Graph struct {
 	Agents      map[string]*Agent
 	MaxHandoffs int // default 5
 	MaxSteps    int // default 20
+	// MaxToolCallsPerTurn bounds the tool calls of one model turn that are
+	// run (default 64); ToolConcurrency the server tools running at once
+	// (default 8).
+	MaxToolCallsPerTurn int
+	ToolConcurrency     int
 }
 
 // Agent is one compiled agent. Agents are shared between graphs.

@@ -85,8 +85,10 @@ func TestLoadFileContractExample(t *testing.T) {
 			MaxBodyBytes:  4 << 20,
 			APIKeys:       []APIKey{{Name: "acme", Key: "acme-secret"}},
 			DrainTimeout:  30 * time.Second,
+			IdleTimeout:   60 * time.Second, ReadTimeout: 30 * time.Second, StreamWriteTimeout: 30 * time.Second,
 		},
-		Store:     Store{URL: "memory://", SessionTTL: 24 * time.Hour, Timeout: 2 * time.Second, LockLease: 30 * time.Second},
+		Store: Store{URL: "memory://", SessionTTL: 24 * time.Hour, Timeout: 2 * time.Second, LockLease: 30 * time.Second,
+			MaxSessionBytes: 16 << 20},
 		Telemetry: Telemetry{ServiceName: "switchboard"},
 		Providers: map[string]Provider{
 			"openai":     {Name: "openai", Kind: "openai", BaseURL: "https://api.openai.com/v1", APIKey: "sk-test", Timeout: 120 * time.Second},
@@ -95,12 +97,13 @@ func TestLoadFileContractExample(t *testing.T) {
 			"demo":       {Name: "demo", Kind: "demo", Timeout: 120 * time.Second},
 		},
 		Graphs: map[string]*Graph{"support": {
-			Name:        "support",
-			Description: "Customer support desk",
-			Lead:        triage,
-			Agents:      map[string]*Agent{"triage": triage, "billing": billing, "refunds": refunds},
-			MaxHandoffs: 5,
-			MaxSteps:    20,
+			Name:                "support",
+			Description:         "Customer support desk",
+			Lead:                triage,
+			Agents:              map[string]*Agent{"triage": triage, "billing": billing, "refunds": refunds},
+			MaxHandoffs:         5,
+			MaxSteps:            20,
+			MaxToolCallsPerTurn: 64, ToolConcurrency: 8,
 		}},
 		GraphNames: []string{"support"},
 	}
@@ -141,11 +144,12 @@ agents:
 graphs:
   chat: {lead: solo}
 `, nil)
-	wantServer := Server{Listen: "127.0.0.1:8080", SessionHeader: "X-Session-Id", MaxBodyBytes: 4 << 20, DrainTimeout: 30 * time.Second}
+	wantServer := Server{Listen: "127.0.0.1:8080", SessionHeader: "X-Session-Id", MaxBodyBytes: 4 << 20, DrainTimeout: 30 * time.Second,
+		IdleTimeout: 60 * time.Second, ReadTimeout: 30 * time.Second, StreamWriteTimeout: 30 * time.Second}
 	if diff := cmp.Diff(wantServer, s.Server); diff != "" {
 		t.Errorf("server (-want +got):\n%s", diff)
 	}
-	wantStore := Store{URL: "memory://", SessionTTL: 24 * time.Hour, Timeout: 2 * time.Second, LockLease: 30 * time.Second}
+	wantStore := Store{URL: "memory://", SessionTTL: 24 * time.Hour, Timeout: 2 * time.Second, LockLease: 30 * time.Second, MaxSessionBytes: 16 << 20}
 	if diff := cmp.Diff(wantStore, s.Store); diff != "" {
 		t.Errorf("store (-want +got):\n%s", diff)
 	}
@@ -169,7 +173,10 @@ server:
   passthrough: true
   max_body_bytes: 1024
   drain_timeout: 5s
-store: {url: "redis://127.0.0.1:6379/0", session_ttl: 1h, timeout: 500ms, lock_lease: 10s}
+  idle_timeout: 5s
+  read_timeout: 2s
+  stream_write_timeout: 3s
+store: {url: "redis://127.0.0.1:6379/0", session_ttl: 1h, timeout: 500ms, lock_lease: 10s, max_session_bytes: 4096}
 telemetry: {service_name: gw, otlp_endpoint: "http://127.0.0.1:4318", capture_content: true}
 tools:
   t1: {http: {url: "http://x/t1"}}
@@ -178,11 +185,12 @@ agents:
 graphs:
   chat: {lead: solo, max_handoffs: 2, max_steps: 7}
 `, nil)
-	want := Server{Listen: "0.0.0.0:9000", SessionHeader: "X-Conversation", Passthrough: true, MaxBodyBytes: 1024, DrainTimeout: 5 * time.Second}
+	want := Server{Listen: "0.0.0.0:9000", SessionHeader: "X-Conversation", Passthrough: true, MaxBodyBytes: 1024, DrainTimeout: 5 * time.Second,
+		IdleTimeout: 5 * time.Second, ReadTimeout: 2 * time.Second, StreamWriteTimeout: 3 * time.Second}
 	if diff := cmp.Diff(want, s.Server); diff != "" {
 		t.Errorf("server (-want +got):\n%s", diff)
 	}
-	wantStore := Store{URL: "redis://127.0.0.1:6379/0", SessionTTL: time.Hour, Timeout: 500 * time.Millisecond, LockLease: 10 * time.Second}
+	wantStore := Store{URL: "redis://127.0.0.1:6379/0", SessionTTL: time.Hour, Timeout: 500 * time.Millisecond, LockLease: 10 * time.Second, MaxSessionBytes: 4096}
 	if diff := cmp.Diff(wantStore, s.Store); diff != "" {
 		t.Errorf("store (-want +got):\n%s", diff)
 	}

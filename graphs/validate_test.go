@@ -218,6 +218,23 @@ graphs: {support: {lead: triage, max_handoffs: -1, max_steps: 0}}`,
 			},
 		},
 		{
+			name: "hardening limits",
+			yml: `
+server: {read_timeout: soon, idle_timeout: 0s}
+store: {max_session_bytes: 0}
+providers: {openai: {max_response_bytes: -1}}
+agents: {triage: {model: openai/m}}
+graphs: {support: {lead: triage, max_tool_calls_per_turn: 0, tool_concurrency: -2}}`,
+			want: []string{
+				`config invalid: server.idle_timeout: must be positive, got "0s"`,
+				`config invalid: server.read_timeout: "soon" is not a duration (write e.g. "500ms", "30s", "24h")`,
+				`config invalid: store.max_session_bytes: must be a positive number of bytes, got 0`,
+				`config invalid: provider "openai": max_response_bytes: must be a positive number of bytes, got -1`,
+				`config invalid: graph "support": max_tool_calls_per_turn: must be at least 1, got 0`,
+				`config invalid: graph "support": tool_concurrency: must be at least 1, got -2`,
+			},
+		},
+		{
 			name: "provider without base_url",
 			yml: `
 providers: {local: {api_key: x}}
@@ -373,7 +390,7 @@ func TestUnknownKeys(t *testing.T) {
 		{
 			name: "server",
 			yml:  "server: {listn: ':1'}\nagents: {triage: {model: openai/m}}\ngraphs: {support: {lead: triage}}",
-			want: `config invalid: server: unknown key "listn" (line 1); known keys: listen, session_header, passthrough, max_body_bytes, drain_timeout, api_keys`,
+			want: `config invalid: server: unknown key "listn" (line 1); known keys: listen, session_header, passthrough, max_body_bytes, drain_timeout, api_keys, idle_timeout, read_timeout, stream_write_timeout`,
 		},
 		{
 			name: "agent",
@@ -410,12 +427,12 @@ graphs: {support: {lead: triage}}`,
 		{
 			name: "graph",
 			yml:  "agents: {triage: {model: openai/m}}\ngraphs: {support: {lead: triage, max_turns: 3}}",
-			want: `config invalid: graphs.support: unknown key "max_turns" (line 2); known keys: lead, description, max_handoffs, max_steps`,
+			want: `config invalid: graphs.support: unknown key "max_turns" (line 2); known keys: lead, description, max_handoffs, max_steps, max_tool_calls_per_turn, tool_concurrency`,
 		},
 		{
 			name: "provider",
 			yml:  "providers: {openai: {apikey: x}}\nagents: {triage: {model: openai/m}}\ngraphs: {support: {lead: triage}}",
-			want: `config invalid: providers.openai: unknown key "apikey" (line 1); known keys: base_url, api_key, timeout, max_retries, stream_idle_timeout, headers`,
+			want: `config invalid: providers.openai: unknown key "apikey" (line 1); known keys: base_url, api_key, timeout, max_retries, stream_idle_timeout, headers, max_response_bytes`,
 		},
 	}
 	for _, tt := range tests {

@@ -18,6 +18,7 @@ import (
 	"github.com/switchboard-ai/switchboard/cache"
 	"github.com/switchboard-ai/switchboard/gateway"
 	"github.com/switchboard-ai/switchboard/graphs"
+	"github.com/switchboard-ai/switchboard/internal/redact"
 	"github.com/switchboard-ai/switchboard/providers"
 	"github.com/switchboard-ai/switchboard/runtime"
 	"github.com/switchboard-ai/switchboard/telemetry"
@@ -89,8 +90,24 @@ func New(ctx context.Context, cfg *graphs.Set, log *slog.Logger, opts ...Option)
 		return nil, err
 	}
 	a.gens.cur.Store(gen)
-	a.server = &http.Server{Handler: a, ReadHeaderTimeout: 10 * time.Second}
+	a.server = &http.Server{}
+	a.ConfigureServer(a.server)
 	return a, nil
+}
+
+// ConfigureServer sets srv's handler to the gateway's and its timeouts to
+// the config's (CONTRACT §14): a request's headers and body must arrive
+// within read_timeout, and a keep-alive connection idle for idle_timeout
+// is closed. No write timeout is set: it would cut long streams, which
+// stream_write_timeout bounds per write instead. Tests that serve the
+// handler on their own listener use it too. The timeouts take effect at
+// start (keepRestartSettings).
+func (a *App) ConfigureServer(srv *http.Server) {
+	cfg := a.gens.cur.Load().cfg.Server
+	srv.Handler = a
+	srv.ReadTimeout = cfg.ReadTimeout
+	srv.ReadHeaderTimeout = cfg.ReadTimeout
+	srv.IdleTimeout = cfg.IdleTimeout
 }
 
 // newGeneration wires what a config reload replaces: the providers, the
@@ -140,7 +157,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	errc := make(chan error, 1)
 	go func() { errc <- a.server.Serve(ln) }()
 	cfg := a.gens.cur.Load().cfg
-	a.log.Info("switchboard listening", "addr", ln.Addr().String(), "graphs", cfg.GraphNames, "store", cfg.Store.URL)
+	a.log.Info("switchboard listening", "addr", ln.Addr().String(), "graphs", cfg.GraphNames, "store", redact.URL(cfg.Store.URL))
 	var serveErr error
 	select {
 	case serveErr = <-errc:

@@ -160,6 +160,11 @@ func keepRestartSettings(cur, next *graphs.Set) []string {
 		changed = append(changed, "server.listen")
 		next.Server.Listen = cur.Server.Listen
 	}
+	if cur.Server.ReadTimeout != next.Server.ReadTimeout || cur.Server.IdleTimeout != next.Server.IdleTimeout {
+		changed = append(changed, "server.read_timeout/idle_timeout")
+		next.Server.ReadTimeout = cur.Server.ReadTimeout
+		next.Server.IdleTimeout = cur.Server.IdleTimeout
+	}
 	if !reflect.DeepEqual(cur.Store, next.Store) {
 		changed = append(changed, "store")
 		next.Store = cur.Store

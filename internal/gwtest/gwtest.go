@@ -66,7 +66,10 @@ func StartLogging(t testing.TB, cfg *graphs.Set, w io.Writer) *Gateway {
 	if err != nil {
 		t.Fatalf("app: %v", err)
 	}
-	srv := httptest.NewServer(a.Handler())
+	// The gateway's own http.Server settings (timeouts) apply, as in serve.
+	srv := httptest.NewUnstartedServer(a.Handler())
+	a.ConfigureServer(srv.Config)
+	srv.Start()
 	var once sync.Once
 	closeFn := func() {
 		once.Do(func() {

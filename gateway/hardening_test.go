@@ -1,0 +1,194 @@
+package gateway_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchboard-ai/switchboard/internal/fakeupstream"
+	"github.com/switchboard-ai/switchboard/internal/gwtest"
+)
+
+// The tests of CONTRACT §14 that a client can drive: slow and silent
+// clients on raw sockets, wrong methods, auth spelled differently. Timeouts
+// are configured small; a test only ever asserts that something happened
+// within a generous bound, never how fast.
+
+// hardYAML is a one-agent graph on the fake upstream with small limits.
+const hardYAML = `
+server:
+  read_timeout: 300ms
+  idle_timeout: 300ms
+  stream_write_timeout: 300ms
+providers:
+  fake: {base_url: "${FAKE_URL}", max_retries: 0}
+agents:
+  solo: {model: fake/m}
+graphs:
+  chat: {lead: solo}
+`
+
+func hardGateway(t *testing.T, yaml string, replies ...fakeupstream.Reply) (*gwtest.Gateway, *fakeupstream.Server) {
+	t.Helper()
+	fake := fakeupstream.New(t, replies...)
+	return gwtest.Start(t, yaml, map[string]string{"FAKE_URL": fake.URL}), fake
+}
+
+// dial opens a raw connection to the gateway.
+func dial(t *testing.T, gw *gwtest.Gateway) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(gw.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// closedWithin reads (and discards) what the server sends until it closes
+// the connection, and reports whether that happened within d.
+func closedWithin(conn net.Conn, d time.Duration) (bool, string) {
+	_ = conn.SetReadDeadline(time.Now().Add(d))
+	got, err := io.ReadAll(conn)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return false, string(got)
+	}
+	return true, string(got)
+}
+
+func TestIdleKeepAliveConnectionIsClosed(t *testing.T) {
+	gw, _ := hardGateway(t, hardYAML)
+	conn := dial(t, gw)
+	fmt.Fprintf(conn, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("healthz: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	// Without idle_timeout the connection stays open for good (the issue:
+	// 20,000 of them exhausted the gateway's file descriptors).
+	if closed, _ := closedWithin(conn, 5*time.Second); !closed {
+		t.Fatal("an idle keep-alive connection was still open 5s after idle_timeout 300ms")
+	}
+}
+
+func TestSlowRequestBodyIsCut(t *testing.T) {
+	for name, head := range map[string]string{
+		"content-length": "Content-Length: 100000\r\n",
+		"chunked":        "Transfer-Encoding: chunked\r\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			gw, fake := hardGateway(t, hardYAML)
+			conn := dial(t, gw)
+			fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n%s\r\n", head)
+			if name == "chunked" {
+				fmt.Fprintf(conn, "1\r\n{\r\n")
+			}
+			// One byte every 50ms, for longer than the test waits.
+			stop := make(chan struct{})
+			defer close(stop)
+			go func() {
+				tick := time.NewTicker(50 * time.Millisecond)
+				defer tick.Stop()
+				for i := 0; i < 200; i++ {
+					select {
+					case <-stop:
+						return
+					case <-tick.C:
+					}
+					chunk := " "
+					if name == "chunked" {
+						chunk = "1\r\n \r\n"
+					}
+					if _, err := io.WriteString(conn, chunk); err != nil {
+						return
+					}
+				}
+			}()
+			closed, got := closedWithin(conn, 5*time.Second)
+			if !closed {
+				t.Fatal("a request body trickling in was still read 5s after read_timeout 300ms")
+			}
+			if got != "" && !strings.Contains(got, " 408 ") && !strings.Contains(got, " 400 ") {
+				t.Errorf("answer to a body that timed out: %q", got)
+			}
+			if strings.Contains(got, "127.0.0.1") {
+				t.Errorf("the answer names an internal address: %q", got)
+			}
+			if n := len(fake.Requests()); n != 0 {
+				t.Errorf("upstream called %d times", n)
+			}
+		})
+	}
+}
+
+func TestRunsOutliveTheReadTimeout(t *testing.T) {
+	// The read timeout bounds reading a request, not answering it: a run or
+	// a stream longer than it must not be cut (net/http's read deadline
+	// stays set on the connection and would cancel the request's context).
+	gw, _ := hardGateway(t, hardYAML,
+		fakeupstream.Reply{Text: "slow answer", Delay: 900 * time.Millisecond},
+		fakeupstream.Reply{StreamChunks: []string{"a", "b", "c", "d", "e"}, ChunkDelay: 250 * time.Millisecond},
+	)
+	r := gw.Chat(gwtest.User("chat", "hi"), nil)
+	if r.Status != http.StatusOK || !strings.Contains(string(r.Body), "slow answer") {
+		t.Fatalf("a run longer than read_timeout: %d %s", r.Status, r.Body)
+	}
+	body := gwtest.User("chat", "hi")
+	body["stream"] = true
+	r = gw.Chat(body, nil)
+	events := gwtest.SSE(t, r.Body)
+	if r.Status != http.StatusOK || len(events) == 0 || events[len(events)-1] != "[DONE]" || !strings.Contains(string(r.Body), `"e"`) {
+		t.Fatalf("a stream longer than read_timeout: %d %s", r.Status, r.Body)
+	}
+}
+
+func TestWrongMethodIs405(t *testing.T) {
+	gw, _ := hardGateway(t, hardYAML)
+	for _, tc := range []struct{ method, path, allow string }{
+		{http.MethodPut, "/v1/chat/completions", "POST"},
+		{http.MethodGet, "/v1/chat/completions", "POST"},
+		{http.MethodPost, "/v1/models", "GET"},
+		{http.MethodPatch, "/v1/sessions/s1", "GET"},
+		{http.MethodDelete, "/healthz", "GET"},
+	} {
+		r := gw.Do(context.Background(), tc.method, tc.path, nil, nil)
+		if r.Status != http.StatusMethodNotAllowed || !strings.Contains(r.Header.Get("Allow"), tc.allow) {
+			t.Errorf("%s %s: %d Allow %q %s", tc.method, tc.path, r.Status, r.Header.Get("Allow"), r.Body)
+			continue
+		}
+		if code := r.ErrorCode(t); code != "method_not_allowed" {
+			t.Errorf("%s %s: code %q", tc.method, tc.path, code)
+		}
+	}
+	if r := gw.Do(context.Background(), http.MethodGet, "/v1/nope", nil, nil); r.Status != http.StatusNotFound {
+		t.Errorf("an unknown route: %d", r.Status)
+	}
+}
+
+func TestAuthorizationSchemeIsCaseInsensitive(t *testing.T) {
+	yaml := strings.Replace(hardYAML, "server:\n", "server:\n  api_keys: [{name: acme, key: k-acme-1}]\n", 1)
+	gw, _ := hardGateway(t, yaml, fakeupstream.Reply{Text: "ok"}, fakeupstream.Reply{Text: "ok"}, fakeupstream.Reply{Text: "ok"})
+	for _, h := range []string{"Bearer k-acme-1", "bearer k-acme-1", "BEARER  k-acme-1"} {
+		if r := gw.Chat(gwtest.User("chat", "hi"), map[string]string{"Authorization": h}); r.Status != http.StatusOK {
+			t.Errorf("Authorization %q: %d %s", h, r.Status, r.Body)
+		}
+	}
+	for _, h := range []string{"", "Basic k-acme-1", "bearer", "k-acme-1", "bearer k-acme-2"} {
+		if r := gw.Chat(gwtest.User("chat", "hi"), map[string]string{"Authorization": h}); r.Status != http.StatusUnauthorized {
+			t.Errorf("Authorization %q: %d, want 401", h, r.Status)
+		}
+	}
+	// A wrong method on a /v1 route tells nothing without a key.
+	if r := gw.Do(context.Background(), http.MethodPut, "/v1/models", nil, nil); r.Status != http.StatusUnauthorized {
+		t.Errorf("PUT /v1/models without a key: %d, want 401", r.Status)
+	}
+}

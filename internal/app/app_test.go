@@ -1,0 +1,128 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchboard-ai/switchboard/graphs"
+	"github.com/switchboard-ai/switchboard/internal/app"
+	"github.com/switchboard-ai/switchboard/internal/fakeupstream"
+	"github.com/switchboard-ai/switchboard/providers"
+)
+
+// serve starts a gateway the way `switchboard serve` does, on a loopback
+// port, logging to logs; cancelling the returned context is SIGTERM.
+func serve(t *testing.T, yaml string, env map[string]string, logs io.Writer) (url string, stop context.CancelFunc, done <-chan error) {
+	t.Helper()
+	getenv := func(k string) string { return env[k] }
+	cfg, err := graphs.Parse([]byte(yaml), providers.Builtin(getenv), getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := app.New(context.Background(), cfg, slog.New(slog.NewJSONHandler(logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		errc <- a.Serve(ctx, ln)
+		close(errc) // the test and the cleanup may both wait for it
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-errc
+	})
+	return "http://" + ln.Addr().String(), cancel, errc
+}
+
+func post(url, text string) (int, string, error) {
+	body, _ := json.Marshal(map[string]any{"model": "chat", "messages": []map[string]string{{"role": "user", "content": text}}})
+	resp, err := http.Post(url+"/v1/chat/completions", "application/json", bytes.NewReader(body))
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
+}
+
+const yaml = `
+providers:
+  fake: {base_url: "${FAKE_URL}"}
+agents:
+  solo: {model: fake/m}
+graphs:
+  chat: {lead: solo}
+`
+
+func TestDrainRefusesNewRunsWhileOpenOnesFinish(t *testing.T) {
+	fake := fakeupstream.New(t, fakeupstream.Reply{Text: "finished in time", Delay: 700 * time.Millisecond}, fakeupstream.Reply{Text: "should not run"})
+	url, sigterm, done := serve(t, yaml+"server: {drain_timeout: 20s}\n", map[string]string{"FAKE_URL": fake.URL}, io.Discard)
+
+	type result struct {
+		status int
+		body   string
+		err    error
+	}
+	open := make(chan result, 1)
+	go func() {
+		s, b, err := post(url, "the open run")
+		open <- result{s, b, err}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := fake.WaitRequests(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	sigterm()
+	// Draining starts at once; a new run is refused while the open one is
+	// still waiting on its provider.
+	var status int
+	var body string
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		var err error
+		if status, body, err = post(url, "a new run"); err == nil && status != http.StatusOK {
+			break
+		}
+	}
+	if status != http.StatusServiceUnavailable || !strings.Contains(body, `"code":"draining"`) {
+		t.Errorf("a new run while draining: %d %s", status, body)
+	}
+	r := <-open
+	if r.err != nil || r.status != http.StatusOK || !strings.Contains(r.body, "finished in time") {
+		t.Errorf("the open run: %d %s %v", r.status, r.body, r.err)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("serve: %v", err)
+	}
+	if n := len(fake.Requests()); n != 1 {
+		t.Errorf("upstream got %d requests, want only the open run's", n)
+	}
+}
+
+func TestStoreURLPasswordIsNotLogged(t *testing.T) {
+	var logs bytes.Buffer
+	// A memory store never parses its URL's password, but the startup line
+	// printed the URL as written.
+	os.Setenv("SWITCHBOARD_STORE_URL", "")
+	_, sigterm, done := serve(t, yaml+"store: {url: \"memory://:hunter2-pw@localhost\"}\n", map[string]string{"FAKE_URL": "http://127.0.0.1:1"}, &logs)
+	sigterm()
+	<-done
+	if strings.Contains(logs.String(), "hunter2-pw") || !strings.Contains(logs.String(), "xxxxx") {
+		t.Errorf("logs:\n%s", logs.String())
+	}
+}

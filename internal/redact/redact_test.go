@@ -1,0 +1,72 @@
+package redact
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"redis://:pw@127.0.0.1:6379/0":                       "redis://:xxxxx@127.0.0.1:6379/0",
+		"redis://user:s3cr%40t@h:1/2?dial_timeout=1s":        "redis://user:xxxxx@h:1/2?dial_timeout=1s",
+		"redis-sentinel://u:p@h1:26379,h2:26379/0?master=m":  "redis-sentinel://u:xxxxx@h1:26379,h2:26379/0?master=m",
+		"redis-sentinel://h1/0?master=m&sentinel_password=P": "redis-sentinel://h1/0?master=m&sentinel_password=xxxxx",
+		"memory://":                            "memory://",
+		"http://127.0.0.1:7000/charges":        "http://127.0.0.1:7000/charges",
+		"http://u@127.0.0.1:7000/x?api_key=k1": "http://u@127.0.0.1:7000/x?api_key=xxxxx",
+	} {
+		if got := URL(in); got != want {
+			t.Errorf("URL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestSecrets(t *testing.T) {
+	for _, tc := range []struct{ in, secret string }{
+		{`Incorrect API key provided: sk-proj-AbC123xyz. You can find your key at ...`, "sk-proj-AbC123xyz"},
+		{`request headers: {"Authorization": "Bearer tok_9f8e7d6c5b"}`, "tok_9f8e7d6c5b"},
+		{`authorization: bearer abc.def.ghi`, "abc.def.ghi"},
+		{`GET /v1?api_key=AIzaSyD-123456&x=1`, "AIzaSyD-123456"},
+		{`{"x-api-key":"k-9a8b7c6d"}`, "k-9a8b7c6d"},
+		{`dial redis://:hunter22@10.0.0.5:6379`, "hunter22"},
+		{`password=correct-horse`, "correct-horse"},
+	} {
+		got := Secrets(tc.in)
+		if strings.Contains(got, tc.secret) || !strings.Contains(got, Mask) {
+			t.Errorf("Secrets(%q) = %q, still holds %q", tc.in, got, tc.secret)
+		}
+	}
+	if in := "model gpt-4o-mini does not exist"; Secrets(in) != in {
+		t.Errorf("Secrets changed plain text: %q", Secrets(in))
+	}
+	if got := Known("the key abcdef123 was refused", "abcdef123", "x"); got != "the key xxxxx was refused" {
+		t.Errorf("Known = %q", got)
+	}
+}
+
+func sources(texts ...string) func(func(string) bool) { return slices.Values(texts) }
+
+func TestEchoes(t *testing.T) {
+	prompt := "My account number is 4417-1234 and I was charged twice for the premium plan."
+	body, _ := json.Marshal(map[string]any{"model": "m", "messages": []map[string]string{
+		{"role": "system", "content": "You are the billing desk.\nBe brief."},
+		{"role": "user", "content": prompt},
+	}})
+	for name, tc := range map[string]struct {
+		text string
+		want bool
+	}{
+		"whole request echoed":    {"internal error processing " + string(body), true},
+		"quoted part":             {`invalid content "I was charged twice for the premium" in messages[1]`, true},
+		"plain error":             {"The model `gpt-5` does not exist or you do not have access to it.", false},
+		"short system prompt":     {"bad system prompt: you are the billing desk. be brief", true},
+		"too short to tell":       {"error", false},
+		"shared common word only": {"premium plan not available", false},
+	} {
+		if got := Echoes(tc.text, sources("You are the billing desk.\nBe brief.", prompt)); got != tc.want {
+			t.Errorf("%s: Echoes = %v, want %v", name, got, tc.want)
+		}
+	}
+}
