@@ -52,8 +52,22 @@ func newUpstream() *upstream {
 	u.mux.HandleFunc("/_control/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no control route " + r.Method + " " + r.URL.Path})
 	})
-	u.mux.Handle("/", u.proxy)
+	u.mux.HandleFunc("/", u.forward)
 	return u
+}
+
+// forward proxies a request to the current fake in full duplex. Without it
+// the server, as it sends the response's first bytes, discards and closes
+// what the handler has not read of the request body; but the proxy's
+// transport is still reading that body in its own goroutine (one last
+// read, to see EOF, after it has sent every byte). If the fake's answer
+// comes back before that read, the read fails, the transport closes the
+// fake's connection and the stream being copied from it is cut: "unexpected
+// EOF" for the client. It took a loaded machine for it to show (see
+// proxy_test.go); bench/revproxy does the same for the same reason.
+func (u *upstream) forward(w http.ResponseWriter, r *http.Request) {
+	_ = http.NewResponseController(w).EnableFullDuplex()
+	u.proxy.ServeHTTP(w, r)
 }
 
 func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) { u.mux.ServeHTTP(w, r) }
