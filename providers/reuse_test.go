@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -100,4 +101,79 @@ func TestStreamEndsAtDone(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the call waited for the end of a body left open after [DONE]")
 	}
+}
+
+// TestLateDrainCancelSparesReusedConnection: a stream's drain gives its
+// connection back to the pool when the body ends, and its drainWait timer
+// may still fire (t.Stop loses the race) and cancel the finished call's
+// context after another call has taken that connection over. That cancel
+// must not cut the other call. The server ends each body after [DONE] a
+// little before, at or a little after drainWait, so that both the late
+// timer and reuse happen, over a few connections with calls back to back
+// (the timer firing when the drain has just ended is the same as the
+// deferred cancel every call makes when it returns: net/http stops watching
+// a request's context once its body has ended and its connection is idle).
+// Every call must get its whole answer.
+func TestLateDrainCancelSparesReusedConnection(t *testing.T) {
+	const workers, calls = 4, 40
+	var conns, served atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, `data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":"hi"},"finish_reason":null}]}`+"\n\n")
+		w.(http.Flusher).Flush()
+		fmt.Fprint(w, `data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":" there"},"finish_reason":"stop"}]}`+"\n\ndata: [DONE]\n\n")
+		w.(http.Flusher).Flush()
+		// The end of the body: at once for every other call (which is
+		// sure to give its connection back), else from a little inside
+		// drainWait to just past it.
+		var hold time.Duration
+		if n := served.Add(1); n%2 == 1 {
+			hold = drainWait - 6*time.Millisecond + time.Duration(n/2%8)*time.Millisecond
+		}
+		select {
+		case <-time.After(hold):
+		case <-r.Context().Done():
+		}
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	p := graphs.Provider{Name: "fake", Kind: KindOpenAI, BaseURL: srv.URL, APIKey: "sk-test", Timeout: 5 * time.Second}
+	r, err := New(map[string]graphs.Provider{"fake": p}, fastOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+
+	errs := make(chan error, workers*calls)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range calls {
+				resp, err := r.Chat(t.Context(), userRequest("hello", true), nil)
+				if err == nil && resp.Message.Content != "hi there" {
+					err = fmt.Errorf("answer %q, want %q", resp.Message.Content, "hi there")
+				}
+				if err != nil {
+					errs <- fmt.Errorf("call %d: %w", i, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	// Reuse must have happened, or the test proved nothing.
+	if n := conns.Load(); n > workers*calls*3/4 {
+		t.Errorf("%d calls opened %d connections: too little reuse to test", workers*calls, n)
+	}
+	t.Logf("%d calls over %d connections", workers*calls, conns.Load())
 }
