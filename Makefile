@@ -4,7 +4,7 @@ GO ?= go
 # with "context deadline exceeded" at the deadline (go.dev/issue/75804).
 FUZZTIME ?= 20000x
 
-.PHONY: run test check unit mcp-deps fuzz-short e2e tracing-e2e bench bench-streams fuzz soak build docker
+.PHONY: run test check unit mcp-deps fuzz-short e2e tracing-e2e helm-check bench bench-streams fuzz soak build docker
 
 # run: the gateway on its built-in offline demo (no network, no config).
 run:
@@ -14,7 +14,7 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/switchboard ./cmd/switchboard
 
 # test: everything CI checks. Needs Redis on 127.0.0.1:6379 and Node.js.
-test: check unit fuzz-short e2e tracing-e2e
+test: check unit fuzz-short e2e tracing-e2e helm-check
 
 check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "not gofmt-ed:"; echo "$$out"; exit 1; fi
@@ -41,6 +41,11 @@ e2e:
 
 tracing-e2e:
 	bash scripts/tracing-e2e.sh
+
+# helm-check: helm lint and a strict schema check of helm template for
+# deploy/helm/switchboard, with Helm and the schemas pinned as Go modules.
+helm-check:
+	bash scripts/helm-check.sh
 
 bench:
 	$(GO) run ./bench
