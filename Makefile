@@ -4,7 +4,7 @@ GO ?= go
 # with "context deadline exceeded" at the deadline (go.dev/issue/75804).
 FUZZTIME ?= 20000x
 
-.PHONY: run test check unit mcp-deps fuzz-short e2e tracing-e2e helm-check bench bench-streams fuzz soak build docker
+.PHONY: run test check unit mcp-deps fuzz-short e2e tracing-e2e helm-check flake bench bench-streams fuzz soak build docker
 
 # run: the gateway on its built-in offline demo (no network, no config).
 run:
@@ -46,6 +46,11 @@ tracing-e2e:
 # deploy/helm/switchboard, with Helm and the schemas pinned as Go modules.
 helm-check:
 	bash scripts/helm-check.sh
+
+# flake: the e2e suite FLAKE_RUNS times (default 100) beside FLAKE_HOGS CPU
+# hogs (default 2), by hand; it reports every failed run.
+flake:
+	bash scripts/flake.sh
 
 bench:
 	$(GO) run ./bench

@@ -8,6 +8,7 @@
 #   bash e2e/run.sh                 # from anywhere
 #   SWITCHBOARD_STORE_URL=redis://127.0.0.1:6379/0 bash e2e/run.sh
 #   E2E_KEEP_LOGS=1 bash e2e/run.sh # keep the processes' logs
+#   E2E_BIN_DIR=DIR bash e2e/run.sh # use DIR/switchboard and DIR/fakeupstream
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -56,9 +57,16 @@ wait_file() {
 command -v go >/dev/null || { log "go is not on PATH"; exit 1; }
 command -v node >/dev/null || { log "node is not on PATH"; exit 1; }
 
-log "building binaries into $work"
-(cd "$root" && go build -o "$work/switchboard" ./cmd/switchboard \
-            && go build -o "$work/fakeupstream" ./internal/fakeupstream/cmd/fakeupstream)
+if [[ -n ${E2E_BIN_DIR:-} ]]; then
+  # Prebuilt by the caller (scripts/flake.sh builds once for many runs).
+  log "using the binaries in $E2E_BIN_DIR"
+  ln -s "$E2E_BIN_DIR/switchboard" "$work/switchboard"
+  ln -s "$E2E_BIN_DIR/fakeupstream" "$work/fakeupstream"
+else
+  log "building binaries into $work"
+  (cd "$root" && go build -o "$work/switchboard" ./cmd/switchboard \
+              && go build -o "$work/fakeupstream" ./internal/fakeupstream/cmd/fakeupstream)
+fi
 
 if [[ ! -d $here/node_modules/openai ]]; then
   log "installing node dependencies (npm ci)"
