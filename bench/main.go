@@ -64,9 +64,13 @@ func main() {
 	variants := flag.String("variants", strings.Join(streamVariants, ","), "-streams: targets, in order")
 	rounds := flag.Int("rounds", 1, "-streams: rounds (the median is reported)")
 	profile := flag.String("profile", "", "-streams: save pprof profiles of every row into this directory (a gateway built with pprof)")
+	gap := flag.Duration("gap", 200*time.Millisecond, "-streams: time between two chunks of a stream")
+	chunks := flag.Int("chunks", 25, "-streams: content chunks per stream")
+	ramp := flag.Duration("ramp", 2*time.Second, "-streams: every stream is opened within this time")
 	flag.Parse()
 	if *streams {
-		os.Exit(mainStreams(*out, *redis, *counts, *variants, *rounds, *profile))
+		o := streamOptions{redis: *redis, out: *out, rounds: max(*rounds, 1), ramp: *ramp, gap: *gap, chunks: max(*chunks, 2), maxStreams: maxStreams()}
+		os.Exit(mainStreams(o, *counts, *variants, *profile))
 	}
 	o := defaults(*quick)
 	o.out, o.redis = *out, *redis
@@ -88,7 +92,7 @@ func main() {
 }
 
 // mainStreams runs the long-streams benchmark.
-func mainStreams(out, redis, counts, variants string, rounds int, profile string) int {
+func mainStreams(o streamOptions, counts, variants, profile string) int {
 	fail := func(err error) int {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		return 1
@@ -97,8 +101,7 @@ func mainStreams(out, redis, counts, variants string, rounds int, profile string
 	if err != nil {
 		return fail(err)
 	}
-	o := streamOptions{root: root, out: out, redis: redis, rounds: max(rounds, 1),
-		ramp: 2 * time.Second, gap: 200 * time.Millisecond, chunks: 25, maxStreams: maxStreams()}
+	o.root = root
 	if o.ns, err = parseStreamCounts(counts, o.maxStreams); err != nil {
 		return fail(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -263,7 +264,7 @@ func (sb *streamBench) phase(ctx context.Context, variant string, n, round int) 
 		go func() {
 			defer wg.Done()
 			for range 4 {
-				if _, err := openStream(ctx, client, url, warm, nil, sb.o.chunks); err != nil {
+				if _, err := openStream(ctx, client, url, warm, nil, sb.o.chunks, nil); err != nil {
 					mu.Lock()
 					warmErr = err
 					mu.Unlock()
@@ -276,10 +277,11 @@ func (sb *streamBench) phase(ctx context.Context, variant string, n, round int) 
 	if warmErr != nil {
 		return nil, fmt.Errorf("warm-up: %w", warmErr)
 	}
-	if err := sb.closeIdle(client); err != nil {
+	gor0, _, err := sb.settledGoroutines(p, client, 0)
+	if err != nil {
 		return nil, err
 	}
-	gor0, _, err := settledGoroutines(p, 0)
+	mem0, err := p.metrics()
 	if err != nil {
 		return nil, err
 	}
@@ -293,15 +295,37 @@ func (sb *streamBench) phase(ctx context.Context, variant string, n, round int) 
 	}
 
 	sampler := startRSSSampler(p)
-	var peakGor int
 	var side sync.WaitGroup
+	if sb.o.profile != "" {
+		// A CPU profile of the whole row, from its first stream.
+		secs := int((sb.o.ramp + sb.o.gap*time.Duration(sb.o.chunks)).Seconds())
+		side.Add(1)
+		go func() {
+			defer side.Done()
+			path := filepath.Join(sb.o.profile, fmt.Sprintf("%s-%d-r%d.cpu.pb.gz", variant, n, round))
+			if err := fetchTo(p.base+"/debug/pprof/profile?seconds="+strconv.Itoa(secs), path); err != nil {
+				fmt.Fprintf(sb.progress, "  profile cpu: %v\n", err)
+			}
+		}()
+	}
+	var peakGor, openAtPeak int
+	var mem1 map[string]float64
+	var open gauge
 	side.Add(1)
 	go func() {
 		// Every stream is open from the end of the ramp until the first
 		// ones end.
 		defer side.Done()
-		time.Sleep(sb.o.ramp + sb.o.gap*time.Duration(sb.o.chunks)/4)
+		// Once every stream is open, or when the first ones are about to
+		// end if under load they are not.
+		deadline := time.Now().Add(sb.o.ramp + sb.o.gap*time.Duration(sb.o.chunks)*3/4)
+		time.Sleep(sb.o.ramp)
+		for open.now.Load() < int64(n) && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		openAtPeak = int(open.now.Load())
 		peakGor, _ = goroutines(p)
+		mem1, _ = p.metrics()
 		if sb.o.profile != "" {
 			sb.profiles(p, variant, n, round)
 		}
@@ -315,7 +339,7 @@ func (sb *streamBench) phase(ctx context.Context, variant string, n, round int) 
 			return map[string]string{"X-Session-Id": sb.prefix + "-" + strconv.Itoa(round) + "-" + strconv.Itoa(n) + "-" + strconv.Itoa(i)}
 		}
 	}
-	res := holdStreams(ctx, client, url, body, header, n, sb.o.ramp, sb.o.chunks)
+	res := holdStreams(ctx, client, url, body, header, n, sb.o.ramp, sb.o.chunks, &open)
 	cpu1, err := p.cpu()
 	if err != nil {
 		return nil, err
@@ -323,15 +347,12 @@ func (sb *streamBench) phase(ctx context.Context, variant string, n, round int) 
 	peak := sampler()
 	side.Wait()
 
-	if err := sb.closeIdle(client); err != nil {
-		return nil, err
-	}
-	gorAfter, settle, err := settledGoroutines(p, gor0)
+	gorAfter, settle, err := sb.settledGoroutines(p, client, gor0)
 	if err != nil {
 		return nil, err
 	}
 	ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
-	ok := float64(n - res.dropped)
+	sampled := float64(max(openAtPeak, 1))
 	out := rec{
 		"dropped":     float64(res.dropped),
 		"rss_peak_mb": float64(peak) / (1 << 20),
@@ -342,9 +363,16 @@ func (sb *streamBench) phase(ctx context.Context, variant string, n, round int) 
 		"first50":     ms(pct(res.firsts, 50)),
 		"first99":     ms(pct(res.firsts, 99)),
 		"gor_base":    float64(gor0),
-		"gor_per":     float64(peakGor-gor0) / ok,
+		"gor_per":     float64(peakGor-gor0) / sampled,
+		"open_max":    float64(open.max.Load()),
 		"gor_after":   float64(gorAfter),
 		"settle_ms":   ms(settle),
+	}
+	// The heap and the stacks in use per stream open when they were
+	// read, for the profile notes (the table shows RSS).
+	for k, name := range map[string]string{"heap_kb": "go_memstats_heap_inuse_bytes", "stack_kb": "go_memstats_stack_inuse_bytes",
+		"alloc_kb": "go_memstats_heap_alloc_bytes", "nextgc_kb": "go_memstats_next_gc_bytes", "sys_kb": "go_memstats_sys_bytes"} {
+		out[k] = (mem1[name] - mem0[name]) / 1024 / sampled
 	}
 	if res.dropped > 0 {
 		fmt.Fprintf(sb.progress, "  %d dropped, e.g.: %s\n", res.dropped, strings.Join(res.errs, "; "))
@@ -365,10 +393,10 @@ func (sb *streamBench) closeIdle(client *http.Client) error {
 }
 
 // profiles saves the target's heap and goroutine profiles (both processes
-// serve net/http/pprof when profiling) and a CPU profile of 2 s.
+// serve net/http/pprof when profiling).
 func (sb *streamBench) profiles(p *proc, variant string, n, round int) {
 	for _, pr := range []struct{ name, query string }{
-		{"heap", "heap?gc=1"}, {"goroutine", "goroutine"}, {"cpu", "profile?seconds=2"}, {"allocs", "allocs"},
+		{"heap", "heap?gc=1"}, {"goroutine", "goroutine"}, {"allocs", "allocs"},
 	} {
 		path := filepath.Join(sb.o.profile, fmt.Sprintf("%s-%d-r%d.%s.pb.gz", variant, n, round, pr.name))
 		if err := fetchTo(p.base+"/debug/pprof/"+pr.query, path); err != nil {
@@ -393,13 +421,19 @@ func fetchTo(url, path string) error {
 	return os.WriteFile(path, b, 0o644)
 }
 
-// settledGoroutines waits until p's goroutines are down to floor, or stop
-// falling for half a second (10 s at most), and returns their number and
-// the wait.
-func settledGoroutines(p *proc, floor int) (int, time.Duration, error) {
+// settledGoroutines waits until p's goroutines are down to floor (10 s at
+// most) or, with floor 0, have not moved for a second, closing the idle
+// connections of both sides again every second (a connection may turn idle
+// after the last close). It returns their number and the wait.
+func (sb *streamBench) settledGoroutines(p *proc, client *http.Client, floor int) (int, time.Duration, error) {
 	t0 := time.Now()
 	last, still := -1, 0
-	for {
+	for i := 0; ; i++ {
+		if i%10 == 0 {
+			if err := sb.closeIdle(client); err != nil {
+				return 0, 0, err
+			}
+		}
 		g, err := goroutines(p)
 		if err != nil {
 			return 0, 0, err
@@ -410,7 +444,7 @@ func settledGoroutines(p *proc, floor int) (int, time.Duration, error) {
 			still = 0
 		}
 		last = g
-		if g <= floor || still == 5 || time.Since(t0) > 10*time.Second {
+		if g <= floor || (floor == 0 && still == 10) || time.Since(t0) > 10*time.Second {
 			return g, time.Since(t0), nil
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -460,6 +494,23 @@ func startRSSSampler(p *proc) func() int64 {
 	return func() int64 { close(done); wg.Wait(); return peak }
 }
 
+// gauge counts the streams open (from their first content chunk to their
+// end) and the most open at once.
+type gauge struct{ now, max atomic.Int64 }
+
+func (g *gauge) add(d int64) {
+	if g == nil {
+		return
+	}
+	v := g.now.Add(d)
+	for {
+		m := g.max.Load()
+		if v <= m || g.max.CompareAndSwap(m, v) {
+			return
+		}
+	}
+}
+
 // held is what the streams of one phase saw.
 type held struct {
 	dropped int
@@ -471,7 +522,7 @@ type held struct {
 // holdStreams opens n streams, stream i at ramp*i/n, and waits for all of
 // them to end.
 func holdStreams(ctx context.Context, c *http.Client, url string, body []byte, header func(int) map[string]string,
-	n int, ramp time.Duration, chunks int) held {
+	n int, ramp time.Duration, chunks int, open *gauge) held {
 	type one struct {
 		err   error
 		first time.Duration
@@ -487,7 +538,7 @@ func holdStreams(ctx context.Context, c *http.Client, url string, body []byte, h
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			st, err := openStream(ctx, c, url, body, header(i), chunks)
+			st, err := openStream(ctx, c, url, body, header(i), chunks, open)
 			results[i] = one{err: err, first: st.first, gaps: st.gaps}
 		}()
 	}
@@ -519,8 +570,9 @@ type streamTimes struct {
 var contentMark = []byte(`"content":"`)
 
 // openStream sends one streamed request and reads it to [DONE]; a stream
-// with other than chunks content chunks, or without [DONE], failed.
-func openStream(ctx context.Context, c *http.Client, url string, body []byte, header map[string]string, chunks int) (streamTimes, error) {
+// with other than chunks content chunks, or without [DONE], failed. open
+// (nil: none) counts it from its first content chunk to its end.
+func openStream(ctx context.Context, c *http.Client, url string, body []byte, header map[string]string, chunks int, open *gauge) (streamTimes, error) {
 	start := time.Now()
 	resp, err := send(ctx, c, url, body, header)
 	if err != nil {
@@ -547,6 +599,8 @@ func openStream(ctx context.Context, c *http.Client, url string, body []byte, he
 			now := time.Now()
 			if n == 0 {
 				st.first = now.Sub(start)
+				open.add(1)
+				defer open.add(-1)
 			} else {
 				st.gaps = append(st.gaps, now.Sub(last))
 			}

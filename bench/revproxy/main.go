@@ -1,7 +1,8 @@
 // Command revproxy is the benchmark's baseline: a plain net/http
 // httputil.ReverseProxy that forwards every request to one upstream. It is
 // the floor of what any Go HTTP proxy costs; the gateway is measured beside
-// it. GET /metrics answers go_memstats_mallocs_total and go_goroutines, in
+// it. GET /metrics answers go_memstats_mallocs_total, go_goroutines and the
+// heap's and stacks' bytes in use, in
 // the same form as the gateway's, so that they are read the same way.
 // With -pprof it also serves net/http/pprof (the long-streams benchmark's
 // profiles).
@@ -43,6 +44,15 @@ func main() {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		fmt.Fprintf(w, "go_memstats_mallocs_total %d\ngo_goroutines %d\n", ms.Mallocs, runtime.NumGoroutine())
+		for _, m := range []struct {
+			name string
+			v    uint64
+		}{
+			{"heap_alloc", ms.HeapAlloc}, {"heap_inuse", ms.HeapInuse}, {"heap_idle", ms.HeapIdle}, {"heap_released", ms.HeapReleased},
+			{"stack_inuse", ms.StackInuse}, {"sys", ms.Sys}, {"next_gc", ms.NextGC},
+		} {
+			fmt.Fprintf(w, "go_memstats_%s_bytes %d\n", m.name, m.v)
+		}
 	})
 	if *withPprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
