@@ -204,7 +204,7 @@ func (p *bodyBuffers) put(b *[]byte) {
 // and sent as an exact copy of it in a bytes.Reader. The copy costs one
 // allocation without pointers, and is what lets net/http see the body as
 // in memory: it then writes the headers and the body together, through the
-// connection's buffer (see writeBuffer), where a body of any other type has
+// connection's buffer (see newTransport), where a body of any other type has
 // its headers flushed on their own and is copied to the socket through a
 // fresh 32 KB buffer. The transport may read the body after the call
 // returned (and again through GetBody), so the pooled buffer cannot be

@@ -100,16 +100,22 @@ func (u *upstream) complete(ctx context.Context, client *openai.Client, oreq ope
 // byte deadline stops and the idle timer takes over.
 func (u *upstream) stream(ctx context.Context, cancel context.CancelCauseFunc, client *openai.Client, a *attempt,
 	oreq openai.ChatCompletionRequest, onDelta func(string), deadline *time.Timer) (*runtime.ChatResponse, error) {
-	st, err := client.CreateChatCompletionStream(ctx, oreq)
-	if err != nil {
-		return nil, err // st is not usable on error
+	if _, err := client.CreateChatCompletionStream(ctx, oreq); err != nil {
+		return nil, err
 	}
-	defer st.Close()
+	// go-openai's stream reader is dropped at once: the body is read here
+	// (eventReader), and closing the reader only closes the body. Kept, it
+	// held a 4 KB read buffer of its own for the whole stream.
+	defer a.body.Close()
 	deadline.Stop()
 	idle := time.AfterFunc(u.idle, func() { cancel(errStreamIdle) })
 	defer idle.Stop()
 
 	var acc streamAcc
+	// One chunk is decoded into again and again (its choices cleared): a
+	// stream is many small chunks, and a fresh one each made most of the
+	// garbage an open stream makes, which the collector then scanned for.
+	var chunk openai.ChatCompletionStreamResponse
 	events := newEventReader(a.body)
 	for {
 		data, err := events.next()
@@ -124,7 +130,9 @@ func (u *upstream) stream(ctx context.Context, cancel context.CancelCauseFunc, c
 		if err != nil {
 			return nil, err
 		}
-		var chunk openai.ChatCompletionStreamResponse
+		choices := chunk.Choices[:cap(chunk.Choices)]
+		clear(choices)
+		chunk = openai.ChatCompletionStreamResponse{Choices: choices[:0]}
 		if err := json.Unmarshal(data, &chunk); err != nil {
 			return nil, err
 		}

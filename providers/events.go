@@ -24,8 +24,14 @@ type eventReader struct {
 }
 
 func newEventReader(body io.Reader) *eventReader {
-	return &eventReader{r: bufio.NewReader(body)}
+	return &eventReader{r: bufio.NewReaderSize(body, eventBuffer)}
 }
+
+// eventBuffer is the size of an event reader's buffer, which a stream
+// holds for as long as it lasts: a chunk's line is a few hundred bytes
+// (longer lines are put together in long), and bufio's default 4 KB was
+// the largest buffer an open stream kept (issue 22).
+const eventBuffer = 1 << 10
 
 // emptyEventsLimit is how many lines that are not data events may come in
 // a row (go-openai's default).

@@ -18,6 +18,12 @@ import (
 // newTransport returns the one pooled transport of a provider: many idle
 // connections per host so that concurrent runs reuse them, and a response
 // header timeout equal to the provider's timeout.
+//
+// An HTTP/1.1 connection keeps net/http's default 4 KB write buffer for as
+// long as it lives, a whole stream included. A 32 KB one, which sent a
+// 200-turn body in one write, was a third of what an open stream cost the
+// gateway (issue 22); a body over 4 KB now leaves in two writes, the second
+// through a transient buffer of its size.
 func newTransport(timeout time.Duration) *http.Transport {
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 	return &http.Transport{
@@ -30,18 +36,8 @@ func newTransport(timeout time.Duration) *http.Transport {
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
 		ResponseHeaderTimeout: timeout,
-		WriteBufferSize:       writeBuffer,
 	}
 }
-
-// writeBuffer is the size of a provider connection's write buffer (HTTP/1.1
-// only; HTTP/2 has its own). net/http writes a request's headers and
-// in-memory body (see bodyPatch.apply) through it, and copies what does not
-// fit to the socket through a fresh buffer of up to 32 KB per request: with
-// the default 4 KB, every call of a long session made that much garbage.
-// 32 KB holds the body of a 200-turn chat; every connection, idle ones
-// included, keeps its buffer.
-const writeBuffer = 32 << 10
 
 // propagator injects the trace context of the request's context into its
 // headers, so the provider's spans (when it traces) join the run's trace.
@@ -85,7 +81,7 @@ type attempt struct {
 	// header holds the last answer's headers (for Retry-After).
 	header http.Header
 	// body is the last answer's body.
-	body io.Reader
+	body io.ReadCloser
 }
 
 // Do sends one request.
