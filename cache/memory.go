@@ -21,7 +21,9 @@ type Memory struct {
 
 	mu       sync.Mutex
 	sessions map[runtime.SessionKey]*memSession
-	closed   bool
+	// responses are the stored responses (responses.go).
+	responses map[responseKey]*memRecord
+	closed    bool
 
 	stop chan struct{} // closed by Close to end the sweeper
 	done chan struct{} // closed by the sweeper when it returns
@@ -49,11 +51,12 @@ var errClosed = errors.New("store closed")
 func NewMemory(opts Options) *Memory {
 	opts.init()
 	m := &Memory{
-		ttl:      opts.SessionTTL,
-		lease:    opts.LockLease,
-		sessions: make(map[runtime.SessionKey]*memSession),
-		stop:     make(chan struct{}),
-		done:     make(chan struct{}),
+		ttl:       opts.SessionTTL,
+		lease:     opts.LockLease,
+		sessions:  make(map[runtime.SessionKey]*memSession),
+		responses: make(map[responseKey]*memRecord),
+		stop:      make(chan struct{}),
+		done:      make(chan struct{}),
 	}
 	go m.sweep(min(opts.SessionTTL, time.Minute))
 	return m
@@ -76,6 +79,7 @@ func (m *Memory) sweep(interval time.Duration) {
 					delete(m.sessions, k)
 				}
 			}
+			m.sweepResponses(now)
 			m.mu.Unlock()
 		}
 	}
@@ -247,6 +251,7 @@ func (m *Memory) Close() error {
 	}
 	m.closed = true
 	m.sessions = nil
+	m.responses = nil
 	m.mu.Unlock()
 	close(m.stop)
 	<-m.done
