@@ -1,0 +1,265 @@
+package gateway
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/switchboard-ai/switchboard/runtime"
+)
+
+// responseRender turns a run's events and result into a Responses API
+// response and, when streaming, into the standard event sequence:
+//
+//	response.created, response.in_progress,
+//	per message: output_item.added, content_part.added, output_text.delta...,
+//	  output_text.done, content_part.done, output_item.done
+//	per client tool call: output_item.added, function_call_arguments.delta,
+//	  function_call_arguments.done, output_item.done
+//	response.completed (or response.incomplete, response.failed)
+//
+// Text an agent says before it hands off is a message item of its own, as
+// the chat stream carries it under that agent's name. A handoff is an
+// output item and a switchboard:handoff event only when the request
+// includes switchboard:handoffs. The first event leaves only with the
+// first thing the run has to say, so a run that fails before that is an
+// ordinary HTTP error.
+type responseRender struct {
+	resp     *responseObject
+	handoffs bool
+	// send writes one event; nil renders the final response only.
+	send func(typ string, event any)
+	seq  int
+
+	started bool
+	msg     *messageItem // the message being streamed, nil when none
+	msgAt   int          // its output index
+	// said is whether the agent now speaking has streamed text since it
+	// took the run: if not, its final text arrives whole with the result.
+	said bool
+}
+
+// newResponseRender starts rendering resp.
+func newResponseRender(resp *responseObject, handoffs bool, send func(typ string, event any)) *responseRender {
+	return &responseRender{resp: resp, handoffs: handoffs, send: send}
+}
+
+// newResponse is a response in progress for req, with nothing output yet.
+func newResponse(id, model string, req *responsesRequest) *responseObject {
+	r := &responseObject{
+		ID:                 id,
+		Object:             "response",
+		CreatedAt:          time.Now().Unix(),
+		Status:             "in_progress",
+		Model:              model,
+		PreviousResponseID: req.PreviousResponseID,
+		Output:             []any{},
+		Tools:              make([]responseTool, 0, len(req.Tools)),
+		ToolChoice:         "auto",
+		Truncation:         "disabled",
+		ParallelToolCalls:  req.ParallelToolCalls == nil || *req.ParallelToolCalls,
+		Temperature:        1,
+		TopP:               1,
+		MaxOutputTokens:    req.MaxOutputTokens,
+		Store:              req.stored(),
+		ServiceTier:        "default",
+		Metadata:           map[string]string{},
+		// OpenAI's schema does not admit a null usage, and Open
+		// Responses requires one: until the run ends it is all zeros.
+		Usage: &responseUsage{},
+	}
+	if req.Instructions != nil && *req.Instructions != "" {
+		r.Instructions = req.Instructions
+	}
+	r.Text.Format.Type = "text"
+	if req.Temperature != nil {
+		r.Temperature = *req.Temperature
+	}
+	if req.TopP != nil {
+		r.TopP = *req.TopP
+	}
+	for _, t := range req.Tools {
+		var params any = map[string]any{}
+		if len(t.Parameters) > 0 {
+			params = json.RawMessage(t.Parameters)
+		}
+		r.Tools = append(r.Tools, responseTool{Type: "function", Name: t.Name, Description: t.Description, Parameters: params, Strict: t.Strict})
+	}
+	for k, v := range req.metadata() {
+		r.Metadata[k] = v
+	}
+	return r
+}
+
+// event sends one event, numbering it.
+func (r *responseRender) event(typ string, ev any) {
+	r.send(typ, ev)
+	r.seq++
+}
+
+// begin sends response.created and response.in_progress once.
+func (r *responseRender) begin() {
+	if r.send == nil || r.started {
+		return
+	}
+	r.started = true
+	r.event("response.created", &responseEvent{Type: "response.created", SequenceNumber: r.seq, Response: r.resp})
+	r.event("response.in_progress", &responseEvent{Type: "response.in_progress", SequenceNumber: r.seq, Response: r.resp})
+}
+
+// onEvent renders one event of the run.
+func (r *responseRender) onEvent(ev runtime.Event) {
+	switch ev.Kind {
+	case runtime.EventAgentStart:
+		r.said = false
+	case runtime.EventDelta:
+		if ev.Text == "" {
+			return
+		}
+		r.said = true
+		r.text(ev.Text)
+	case runtime.EventHandoff:
+		r.closeMessage()
+		r.said = false
+		if r.handoffs {
+			r.handoff(ev)
+		}
+	}
+}
+
+// text streams a piece of the assistant's text, opening a message item
+// when none is open.
+func (r *responseRender) text(s string) {
+	if r.msg == nil {
+		r.openMessage()
+	}
+	part := &r.msg.Content[0]
+	part.Text += s
+	if r.send != nil {
+		r.event("response.output_text.delta", &textDeltaEvent{Type: "response.output_text.delta", SequenceNumber: r.seq,
+			ItemID: r.msg.ID, OutputIndex: r.msgAt, Delta: s, Logprobs: []any{}})
+	}
+}
+
+// openMessage adds an in-progress message item with one empty text part.
+func (r *responseRender) openMessage() {
+	r.begin()
+	r.msg = &messageItem{Type: "message", ID: newID("msg_"), Status: "in_progress", Role: "assistant", Content: []outputText{}}
+	r.msgAt = len(r.resp.Output)
+	r.resp.Output = append(r.resp.Output, r.msg)
+	if r.send != nil {
+		added := *r.msg
+		r.event("response.output_item.added", &itemEvent{Type: "response.output_item.added", SequenceNumber: r.seq, OutputIndex: r.msgAt, Item: &added})
+	}
+	r.msg.Content = append(r.msg.Content, newOutputText(""))
+	if r.send != nil {
+		r.event("response.content_part.added", &partEvent{Type: "response.content_part.added", SequenceNumber: r.seq,
+			ItemID: r.msg.ID, OutputIndex: r.msgAt, Part: newOutputText("")})
+	}
+}
+
+// closeMessage completes the open message item, if any.
+func (r *responseRender) closeMessage() {
+	m := r.msg
+	if m == nil {
+		return
+	}
+	r.msg = nil
+	m.Status = "completed"
+	if r.send == nil {
+		return
+	}
+	part := m.Content[0]
+	r.event("response.output_text.done", &textDoneEvent{Type: "response.output_text.done", SequenceNumber: r.seq,
+		ItemID: m.ID, OutputIndex: r.msgAt, Text: part.Text, Logprobs: []any{}})
+	r.event("response.content_part.done", &partEvent{Type: "response.content_part.done", SequenceNumber: r.seq,
+		ItemID: m.ID, OutputIndex: r.msgAt, Part: part})
+	r.event("response.output_item.done", &itemEvent{Type: "response.output_item.done", SequenceNumber: r.seq, OutputIndex: r.msgAt, Item: m})
+}
+
+// handoff adds a handoff item and sends the switchboard:handoff event.
+func (r *responseRender) handoff(ev runtime.Event) {
+	r.begin()
+	item := &handoffItem{Type: "switchboard:handoff", ID: newID("sbh_"), Status: "completed", From: ev.From, To: ev.To, ToolCallID: ev.ToolCallID}
+	at := len(r.resp.Output)
+	r.resp.Output = append(r.resp.Output, item)
+	if r.send == nil {
+		return
+	}
+	r.event("switchboard:handoff", &handoffEvent{Type: "switchboard:handoff", SequenceNumber: r.seq, From: ev.From, To: ev.To, ToolCallID: ev.ToolCallID})
+	r.event("response.output_item.added", &itemEvent{Type: "response.output_item.added", SequenceNumber: r.seq, OutputIndex: at, Item: item})
+	r.event("response.output_item.done", &itemEvent{Type: "response.output_item.done", SequenceNumber: r.seq, OutputIndex: at, Item: item})
+}
+
+// finish renders the run's result: the last agent's text (whole, when it
+// was not streamed), the client tool calls, usage and status, then
+// response.completed (or response.incomplete).
+func (r *responseRender) finish(res *runtime.Result, metadata map[string]string) {
+	if !r.said && res.Message.Content != "" {
+		r.text(res.Message.Content)
+	}
+	r.closeMessage()
+	if res.FinishReason == "tool_calls" {
+		for _, tc := range res.Message.ToolCalls {
+			r.functionCall(tc)
+		}
+	}
+	r.resp.Usage = &responseUsage{InputTokens: res.Usage.PromptTokens, OutputTokens: res.Usage.CompletionTokens, TotalTokens: res.Usage.TotalTokens}
+	for k, v := range metadata {
+		r.resp.Metadata[k] = v
+	}
+	typ := "response.completed"
+	switch res.FinishReason {
+	case "length":
+		r.resp.Status, typ = "incomplete", "response.incomplete"
+		r.resp.IncompleteDetails = &incompleteDetails{Reason: "max_output_tokens"}
+	case "content_filter":
+		r.resp.Status, typ = "incomplete", "response.incomplete"
+		r.resp.IncompleteDetails = &incompleteDetails{Reason: "content_filter"}
+	default:
+		r.resp.Status = "completed"
+		now := time.Now().Unix()
+		r.resp.CompletedAt = &now
+	}
+	if r.send != nil {
+		r.begin()
+		r.event(typ, &responseEvent{Type: typ, SequenceNumber: r.seq, Response: r.resp})
+	}
+}
+
+// functionCall adds a client tool call as a function_call item.
+func (r *responseRender) functionCall(tc runtime.ToolCall) {
+	r.begin()
+	item := &functionCallItem{Type: "function_call", ID: newID("fc_"), CallID: tc.ID, Name: tc.Function.Name, Status: "in_progress"}
+	at := len(r.resp.Output)
+	r.resp.Output = append(r.resp.Output, item)
+	if r.send != nil {
+		added := *item
+		r.event("response.output_item.added", &itemEvent{Type: "response.output_item.added", SequenceNumber: r.seq, OutputIndex: at, Item: &added})
+		r.event("response.function_call_arguments.delta", &argsDeltaEvent{Type: "response.function_call_arguments.delta", SequenceNumber: r.seq,
+			ItemID: item.ID, OutputIndex: at, Delta: tc.Function.Arguments})
+		r.event("response.function_call_arguments.done", &argsDoneEvent{Type: "response.function_call_arguments.done", SequenceNumber: r.seq,
+			ItemID: item.ID, OutputIndex: at, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+	}
+	item.Arguments, item.Status = tc.Function.Arguments, "completed"
+	if r.send != nil {
+		r.event("response.output_item.done", &itemEvent{Type: "response.output_item.done", SequenceNumber: r.seq, OutputIndex: at, Item: item})
+	}
+}
+
+// fail ends a stream that has started with response.failed. It reports
+// whether it did: before the first event the caller answers an HTTP error.
+func (r *responseRender) fail(e *Error) bool {
+	if r.send == nil || !r.started {
+		return false
+	}
+	if r.msg != nil {
+		r.msg.Status = "incomplete"
+		r.msg = nil
+	}
+	r.resp.Status = "failed"
+	// OpenAI's schema allows a response's error only codes of its own list:
+	// Switchboard's code (CONTRACT §3) leads the message.
+	r.resp.Error = &responseError{Code: "server_error", Message: e.Code + ": " + e.Message}
+	r.event("response.failed", &responseEvent{Type: "response.failed", SequenceNumber: r.seq, Response: r.resp})
+	return true
+}

@@ -1,0 +1,321 @@
+package gateway
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/switchboard-ai/switchboard/internal/apispec"
+	"github.com/switchboard-ai/switchboard/runtime"
+)
+
+// specs checks rendered responses and events against OpenAI's and the Open
+// Responses descriptions. Switchboard's own extension items and events
+// (switchboard:...) are in neither: they are checked by the tests that ask
+// for them, and left out of a response before it is validated.
+type specs struct {
+	openai, open *apispec.Validator
+}
+
+func loadSpecs(t *testing.T) specs {
+	return specs{openai: apispec.Load(t, apispec.OpenAI), open: apispec.Load(t, apispec.OpenResponses)}
+}
+
+// response validates a Response document.
+func (s specs) response(t *testing.T, doc []byte) {
+	t.Helper()
+	doc = withoutExtensions(t, doc)
+	s.openai.Check(t, "Response", doc)
+	s.open.Check(t, "ResponseResource", doc)
+}
+
+// event validates a stream event.
+func (s specs) event(t *testing.T, doc []byte) {
+	t.Helper()
+	var ev map[string]any
+	if err := json.Unmarshal(doc, &ev); err != nil {
+		t.Fatalf("event is not JSON: %v", err)
+	}
+	if typ, _ := ev["type"].(string); strings.HasPrefix(typ, "switchboard:") {
+		return
+	}
+	if item, ok := ev["item"].(map[string]any); ok && strings.HasPrefix(item["type"].(string), "switchboard:") {
+		return
+	}
+	if resp, ok := ev["response"].(map[string]any); ok {
+		ev["response"] = json.RawMessage(withoutExtensions(t, mustJSON(t, resp)))
+		doc = mustJSON(t, ev)
+	}
+	s.openai.Check(t, "ResponseStreamEvent", doc)
+	s.open.Check(t, apispec.OpenResponsesStreamEvent, doc)
+}
+
+// withoutExtensions drops switchboard:* items from a response's output.
+func withoutExtensions(t *testing.T, doc []byte) []byte {
+	t.Helper()
+	var r map[string]any
+	if err := json.Unmarshal(doc, &r); err != nil {
+		t.Fatalf("response is not JSON: %v", err)
+	}
+	out, _ := r["output"].([]any)
+	kept := []any{}
+	for _, it := range out {
+		if typ, _ := it.(map[string]any)["type"].(string); !strings.HasPrefix(typ, "switchboard:") {
+			kept = append(kept, it)
+		}
+	}
+	r["output"] = kept
+	return mustJSON(t, r)
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// recorded is one event a render sent.
+type recorded struct {
+	typ  string
+	body []byte
+}
+
+func decodeReq(t *testing.T, body string) *responsesRequest {
+	t.Helper()
+	req, e := decodeResponsesRequest([]byte(body))
+	if e != nil {
+		t.Fatalf("decode: %v", e)
+	}
+	return req
+}
+
+// render runs events and a result through a render and returns the final
+// response and, for a stream, the events.
+func render(t *testing.T, req *responsesRequest, stream bool, events []runtime.Event, res *runtime.Result) ([]byte, []recorded) {
+	t.Helper()
+	var got []recorded
+	var send func(string, any)
+	if stream {
+		send = func(typ string, ev any) { got = append(got, recorded{typ, mustJSON(t, ev)}) }
+	}
+	r := newResponseRender(newResponse(newID("resp_"), "support", req), req.includes(includeHandoffs), send)
+	for _, ev := range events {
+		r.onEvent(ev)
+	}
+	if res != nil {
+		r.finish(res, map[string]string{"agentName": res.Agent, "sessionId": "s1"})
+	} else if !r.fail(&Error{Code: codeUpstreamError, Message: "the provider failed"}) {
+		return nil, got
+	}
+	return mustJSON(t, r.resp), got
+}
+
+var handoffRun = []runtime.Event{
+	{Kind: runtime.EventAgentStart, Agent: "triage"},
+	{Kind: runtime.EventDelta, Agent: "triage", Text: "Let me get "},
+	{Kind: runtime.EventDelta, Agent: "triage", Text: "billing."},
+	{Kind: runtime.EventHandoff, From: "triage", To: "billing", ToolCallID: "c1"},
+	{Kind: runtime.EventAgentStart, Agent: "billing"},
+	{Kind: runtime.EventDelta, Agent: "billing", Text: "Billing "},
+	{Kind: runtime.EventDelta, Agent: "billing", Text: "here."},
+}
+
+var billingResult = &runtime.Result{
+	Agent:        "billing",
+	Message:      runtime.Message{Role: "assistant", Content: "Billing here."},
+	FinishReason: "stop",
+	Usage:        runtime.Usage{PromptTokens: 30, CompletionTokens: 7, TotalTokens: 37},
+}
+
+// outputSummary lists a response's output items as "type:text".
+func outputSummary(t *testing.T, doc []byte) []string {
+	t.Helper()
+	var r struct {
+		Output []struct {
+			Type    string `json:"type"`
+			Status  string `json:"status"`
+			From    string `json:"from"`
+			To      string `json:"to"`
+			Name    string `json:"name"`
+			Args    string `json:"arguments"`
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"output"`
+	}
+	if err := json.Unmarshal(doc, &r); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, it := range r.Output {
+		s := it.Type + "/" + it.Status + ":"
+		switch it.Type {
+		case "message":
+			for _, c := range it.Content {
+				s += c.Text
+			}
+		case "function_call":
+			s += it.Name + it.Args
+		default:
+			s += it.From + "->" + it.To
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func types(evs []recorded) []string {
+	var out []string
+	for _, e := range evs {
+		out = append(out, e.typ)
+	}
+	return out
+}
+
+func TestRenderJSON(t *testing.T) {
+	sp := loadSpecs(t)
+	req := decodeReq(t, `{"model":"support","input":"hi","metadata":{"plan":"pro","tier":3},"temperature":0.2,
+		"tools":[{"type":"function","name":"get_weather","parameters":{"type":"object"},"strict":false}]}`)
+	doc, _ := render(t, req, false, []runtime.Event{{Kind: runtime.EventAgentStart, Agent: "triage"},
+		{Kind: runtime.EventHandoff, From: "triage", To: "billing", ToolCallID: "c1"}}, billingResult)
+	sp.response(t, doc)
+	if diff := cmp.Diff([]string{"message/completed:Billing here."}, outputSummary(t, doc)); diff != "" {
+		t.Errorf("output (-want +got):\n%s", diff)
+	}
+	var r struct {
+		Status   string            `json:"status"`
+		Metadata map[string]string `json:"metadata"`
+		Usage    map[string]any    `json:"usage"`
+		Temp     float64           `json:"temperature"`
+	}
+	if err := json.Unmarshal(doc, &r); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"plan": "pro", "tier": "3", "agentName": "billing", "sessionId": "s1"}
+	if diff := cmp.Diff(want, r.Metadata); diff != "" {
+		t.Errorf("metadata (-want +got):\n%s", diff)
+	}
+	if r.Status != "completed" || r.Usage["total_tokens"] != 37.0 || r.Usage["input_tokens"] != 30.0 || r.Temp < 0.19 || r.Temp > 0.21 {
+		t.Errorf("status %q usage %v temperature %v", r.Status, r.Usage, r.Temp)
+	}
+}
+
+func TestRenderStream(t *testing.T) {
+	sp := loadSpecs(t)
+	for _, include := range []bool{false, true} {
+		t.Run(map[bool]string{false: "standard", true: "with handoffs"}[include], func(t *testing.T) {
+			body := `{"model":"support","input":"hi","stream":true}`
+			if include {
+				body = `{"model":"support","input":"hi","stream":true,"include":["switchboard:handoffs"]}`
+			}
+			doc, evs := render(t, decodeReq(t, body), true, handoffRun, billingResult)
+			sp.response(t, doc)
+			for i, e := range evs {
+				sp.event(t, e.body)
+				var ev struct {
+					Type string `json:"type"`
+					Seq  int    `json:"sequence_number"`
+				}
+				if err := json.Unmarshal(e.body, &ev); err != nil || ev.Type != e.typ || ev.Seq != i {
+					t.Errorf("event %d: type %q (sent as %q), sequence_number %d", i, ev.Type, e.typ, ev.Seq)
+				}
+			}
+			message := []string{"response.output_item.added", "response.content_part.added",
+				"response.output_text.delta", "response.output_text.delta",
+				"response.output_text.done", "response.content_part.done", "response.output_item.done"}
+			want := append([]string{"response.created", "response.in_progress"}, message...)
+			wantOut := []string{"message/completed:Let me get billing.", "message/completed:Billing here."}
+			if include {
+				want = append(want, "switchboard:handoff", "response.output_item.added", "response.output_item.done")
+				wantOut = []string{wantOut[0], "switchboard:handoff/completed:triage->billing", wantOut[1]}
+			}
+			want = append(append(want, message...), "response.completed")
+			if diff := cmp.Diff(want, types(evs)); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(wantOut, outputSummary(t, doc)); diff != "" {
+				t.Errorf("output (-want +got):\n%s", diff)
+			}
+			// The completed event carries the same response.
+			var last struct {
+				Response json.RawMessage `json:"response"`
+			}
+			if err := json.Unmarshal(evs[len(evs)-1].body, &last); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(outputSummary(t, doc), outputSummary(t, last.Response)); diff != "" {
+				t.Errorf("response.completed output differs from the response (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A provider that sends the final text in one piece still gives a message
+// item; a run stopped for client tools gives function_call items.
+func TestRenderClientToolsAndWholeText(t *testing.T) {
+	sp := loadSpecs(t)
+	res := &runtime.Result{
+		Agent: "triage",
+		Message: runtime.Message{Role: "assistant", Content: "Checking.", ToolCalls: []runtime.ToolCall{
+			{ID: "w1", Type: "function", Function: runtime.FunctionCall{Name: "get_weather", Arguments: `{"city":"Oslo"}`}},
+		}},
+		FinishReason: "tool_calls",
+	}
+	for _, stream := range []bool{false, true} {
+		doc, evs := render(t, decodeReq(t, `{"model":"support","input":"weather?"}`), stream,
+			[]runtime.Event{{Kind: runtime.EventAgentStart, Agent: "triage"}}, res)
+		sp.response(t, doc)
+		want := []string{"message/completed:Checking.", `function_call/completed:get_weather{"city":"Oslo"}`}
+		if diff := cmp.Diff(want, outputSummary(t, doc)); diff != "" {
+			t.Errorf("stream %v: output (-want +got):\n%s", stream, diff)
+		}
+		for _, e := range evs {
+			sp.event(t, e.body)
+		}
+		if stream && !strings.Contains(strings.Join(types(evs), " "), "response.function_call_arguments.done response.output_item.done response.completed") {
+			t.Errorf("events: %v", types(evs))
+		}
+	}
+}
+
+// A run that fails after the stream started ends with response.failed; one
+// that fails before it is left to an HTTP error.
+func TestRenderFailure(t *testing.T) {
+	sp := loadSpecs(t)
+	req := decodeReq(t, `{"model":"support","input":"hi","stream":true}`)
+	if doc, evs := render(t, req, true, []runtime.Event{{Kind: runtime.EventAgentStart, Agent: "triage"}}, nil); doc != nil || len(evs) != 0 {
+		t.Fatalf("a run that said nothing sent %v", types(evs))
+	}
+	doc, evs := render(t, req, true, handoffRun[:3], nil)
+	sp.response(t, doc)
+	for _, e := range evs {
+		sp.event(t, e.body)
+	}
+	if got := evs[len(evs)-1].typ; got != "response.failed" {
+		t.Fatalf("last event %q", got)
+	}
+	var r struct {
+		Status string         `json:"status"`
+		Error  *responseError `json:"error"`
+	}
+	if err := json.Unmarshal(doc, &r); err != nil || r.Status != "failed" || r.Error == nil || r.Error.Code != "server_error" || !strings.HasPrefix(r.Error.Message, codeUpstreamError+": ") {
+		t.Errorf("failed response: %s", doc)
+	}
+}
+
+// finish_reason length is an incomplete response.
+func TestRenderIncomplete(t *testing.T) {
+	sp := loadSpecs(t)
+	res := *billingResult
+	res.FinishReason = "length"
+	doc, evs := render(t, decodeReq(t, `{"model":"support","input":"hi","max_output_tokens":5}`), true, nil, &res)
+	sp.response(t, doc)
+	if evs[len(evs)-1].typ != "response.incomplete" || !strings.Contains(string(doc), `"incomplete_details":{"reason":"max_output_tokens"}`) {
+		t.Errorf("incomplete: %v %s", types(evs), doc)
+	}
+}
