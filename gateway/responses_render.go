@@ -191,8 +191,7 @@ func (r *responseRender) handoff(ev runtime.Event) {
 }
 
 // finish renders the run's result: the last agent's text (whole, when it
-// was not streamed), the client tool calls, usage and status, then
-// response.completed (or response.incomplete).
+// was not streamed), the client tool calls, usage and status.
 func (r *responseRender) finish(res *runtime.Result, metadata map[string]string) {
 	if !r.said && res.Message.Content != "" {
 		r.text(res.Message.Content)
@@ -207,23 +206,33 @@ func (r *responseRender) finish(res *runtime.Result, metadata map[string]string)
 	for k, v := range metadata {
 		r.resp.Metadata[k] = v
 	}
-	typ := "response.completed"
 	switch res.FinishReason {
 	case "length":
-		r.resp.Status, typ = "incomplete", "response.incomplete"
+		r.resp.Status = "incomplete"
 		r.resp.IncompleteDetails = &incompleteDetails{Reason: "max_output_tokens"}
 	case "content_filter":
-		r.resp.Status, typ = "incomplete", "response.incomplete"
+		r.resp.Status = "incomplete"
 		r.resp.IncompleteDetails = &incompleteDetails{Reason: "content_filter"}
 	default:
 		r.resp.Status = "completed"
 		now := time.Now().Unix()
 		r.resp.CompletedAt = &now
 	}
-	if r.send != nil {
-		r.begin()
-		r.event(typ, &responseEvent{Type: typ, SequenceNumber: r.seq, Response: r.resp})
+}
+
+// complete sends the finished response, as response.completed (or
+// response.incomplete). It is apart from finish so that a stored response
+// is stored before the client hears of it.
+func (r *responseRender) complete() {
+	if r.send == nil {
+		return
 	}
+	typ := "response.completed"
+	if r.resp.Status == "incomplete" {
+		typ = "response.incomplete"
+	}
+	r.begin()
+	r.event(typ, &responseEvent{Type: typ, SequenceNumber: r.seq, Response: r.resp})
 }
 
 // functionCall adds a client tool call as a function_call item.

@@ -109,6 +109,7 @@ func render(t *testing.T, req *responsesRequest, stream bool, events []runtime.E
 	}
 	if res != nil {
 		r.finish(res, map[string]string{"agentName": res.Agent, "sessionId": "s1"})
+		r.complete()
 	} else if !r.fail(&Error{Code: codeUpstreamError, Message: "the provider failed"}) {
 		return nil, got
 	}

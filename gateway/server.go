@@ -28,6 +28,9 @@ type Options struct {
 	Config *graphs.Set
 	Runner *runtime.Runner
 	Store  runtime.Store
+	// Responses keeps stored responses (POST /v1/responses with store);
+	// nil runs every response unstored.
+	Responses ResponseStore
 	// Metrics records requests; nil records nothing.
 	Metrics *telemetry.Metrics
 	// Gatherer serves /metrics; nil serves an empty page.
@@ -89,6 +92,9 @@ func New(opts Options) *Server {
 	v1.GET("/models/:id", s.getModel)
 	v1.GET("/sessions/:id", s.getSession)
 	v1.DELETE("/sessions/:id", s.deleteSession)
+	v1.POST("/responses", s.createResponse)
+	v1.GET("/responses/:id", s.getResponse)
+	v1.DELETE("/responses/:id", s.deleteResponse)
 	e.NoRoute(func(c *gin.Context) {
 		// Every /v1/... route needs a key, even one that does not exist:
 		// without one, nothing is told about the API.

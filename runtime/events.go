@@ -38,6 +38,9 @@ type Result struct {
 	Usage        Usage
 	// Version is the session's version after the run (0 when stateless).
 	Version int64
+	// Point is where the session stands after the run (zero when
+	// stateless): a later request may continue from it (Request.At).
+	Point Point
 	// ExternalTime is the time spent waiting on providers, tools and hooks;
 	// the rest of a request's time is the gateway's own overhead.
 	ExternalTime time.Duration

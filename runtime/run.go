@@ -84,6 +84,10 @@ type Request struct {
 	// ToolChoice is the request's tool_choice as the client wrote it, for
 	// the run's first model call (CONTRACT §3.2); nil when it gave none.
 	ToolChoice json.RawMessage
+	// At, when set, continues the session only from this point: a session
+	// that has moved past it fails the run with ErrMoved before anything
+	// runs, and the caller may fork from the point instead (Fork).
+	At *Point
 }
 
 // run is the state of one Run.
@@ -157,6 +161,10 @@ func (rn *run) inSession(ctx context.Context) (*Result, error) {
 		return nil, fmt.Errorf("acquire session: %w", err)
 	}
 	rn.lease, rn.version = lease, sess.Version
+	if at := rn.req.At; at != nil && at.Version != sess.Version {
+		_ = rn.opts.Store.Release(context.WithoutCancel(ctx), rn.key, lease)
+		return nil, fmt.Errorf("continue session at version %d, now %d: %w", at.Version, sess.Version, ErrMoved)
+	}
 	defer func() {
 		if rn.released {
 			return // the last save released the lock in its own round trip
@@ -306,7 +314,12 @@ func (rn *run) finish(ctx context.Context, msg Message, reason string) (*Result,
 	if reason == "" {
 		reason = "stop"
 	}
+	var at Point
+	if rn.session {
+		at = pointAfter(rn.history, rn.transcript, rn.version, rn.agent.Name)
+	}
 	return &Result{
+		Point:        at,
 		Agent:        rn.agent.Name,
 		Message:      msg,
 		FinishReason: reason,

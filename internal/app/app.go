@@ -32,11 +32,13 @@ type App struct {
 	log     *slog.Logger
 	tracing *telemetry.Tracing
 	store   runtime.Store
-	metrics *telemetry.Metrics
-	reg     *prometheus.Registry
-	limiter gateway.Limiter
-	server  *http.Server
-	gens    generations
+	// responses keeps stored responses, beside the sessions.
+	responses gateway.ResponseStore
+	metrics   *telemetry.Metrics
+	reg       *prometheus.Registry
+	limiter   gateway.Limiter
+	server    *http.Server
+	gens      generations
 }
 
 // Option changes how New wires a gateway.
@@ -78,10 +80,13 @@ func New(ctx context.Context, cfg *graphs.Set, log *slog.Logger, opts ...Option)
 		return nil, fmt.Errorf("open session store: %w", err)
 	}
 	limiter := newLimiter(store)
+	// Stored responses live beside the sessions; every store of cache
+	// keeps them.
+	responses, _ := store.(gateway.ResponseStore)
 	if o.wrapStore != nil {
 		store = o.wrapStore(store)
 	}
-	a := &App{log: log, tracing: tracing, store: store, metrics: metrics, reg: reg, limiter: limiter}
+	a := &App{log: log, tracing: tracing, store: store, responses: responses, metrics: metrics, reg: reg, limiter: limiter}
 	a.gens.reloads = telemetry.NewReloads(reg)
 	gen, err := a.newGeneration(cfg)
 	if err != nil {
@@ -136,6 +141,7 @@ func (a *App) newGeneration(cfg *graphs.Set) (*generation, error) {
 		Config:         cfg,
 		Runner:         runner,
 		Store:          a.store,
+		Responses:      a.responses,
 		Metrics:        a.metrics,
 		Gatherer:       a.reg,
 		TracerProvider: a.tracing.Provider,

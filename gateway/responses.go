@@ -1,0 +1,281 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/switchboard-ai/switchboard/graphs"
+	"github.com/switchboard-ai/switchboard/runtime"
+)
+
+// POST /v1/responses runs a graph in the shape of OpenAI's Responses API
+// (CONTRACT §10). A stored response is a point of a session:
+// previous_response_id continues the session when the response is its
+// latest point, and forks a new session from the response otherwise, so
+// that the conversation it leads to is never changed by a fork.
+
+// responsesCall is one POST /v1/responses being served.
+type responsesCall struct {
+	s         *Server
+	c         *gin.Context
+	g         *graphs.Graph
+	req       *responsesRequest
+	principal string
+	start     time.Time
+	// prev is the stored response the request continues, if any.
+	prev *responseRecord
+	// temporary is a session forked only for this run (store: false with a
+	// previous response), deleted when the run ends.
+	temporary bool
+}
+
+func (s *Server) createResponse(c *gin.Context) {
+	start := time.Now()
+	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, s.cfg.Server.MaxBodyBytes))
+	if err != nil {
+		s.abortRequest(c, "", start, decodeError(err))
+		return
+	}
+	req, e := decodeResponsesRequest(body)
+	if e != nil {
+		s.abortRequest(c, "", start, e)
+		return
+	}
+	g, ok := s.cfg.Graphs[req.Model]
+	if !ok {
+		s.abortRequest(c, "", start, &Error{Status: http.StatusNotFound, Code: codeModelNotFound, Param: "model", Message: "the model " + req.Model + " does not exist; GET /v1/models lists the graphs"})
+		return
+	}
+	if s.opts.Responses == nil && req.stored() {
+		// Without a place for responses nothing can be stored.
+		f := false
+		req.Store = &f
+	}
+	call := &responsesCall{s: s, c: c, g: g, req: req, principal: principal(c), start: start}
+	sessionID, e := call.session()
+	if e != nil {
+		s.abortRequest(c, g.Name, start, e)
+		return
+	}
+	if m := s.opts.Metrics; m != nil {
+		m.Inflight(1)
+		defer m.Inflight(-1)
+	}
+	call.run(sessionID)
+}
+
+// session picks the session the run goes on in: the previous response's
+// (checked against the session header), the header's, a new one for a
+// stored response, or none.
+func (call *responsesCall) session() (string, *Error) {
+	s, c, req := call.s, call.c, call.req
+	header := c.GetHeader(s.cfg.Server.SessionHeader)
+	if header != "" && !validSessionID(header) {
+		return "", badRequest("", "invalid session id in %s: 1 to 128 of A-Z a-z 0-9 . _ : -", s.cfg.Server.SessionHeader)
+	}
+	if req.PreviousResponseID != nil && *req.PreviousResponseID != "" {
+		rec, e := s.loadResponse(c.Request.Context(), call.principal, *req.PreviousResponseID, "previous_response_id")
+		if e != nil {
+			return "", e
+		}
+		if header != "" && header != rec.Session {
+			return "", badRequest("previous_response_id", "%s names session %q, but response %s belongs to another session",
+				s.cfg.Server.SessionHeader, header, *req.PreviousResponseID)
+		}
+		call.prev = rec
+		if !req.stored() {
+			// A run that is not stored still needs the history up to the
+			// response: it gets a session of its own, forgotten after it.
+			call.temporary = true
+			return newSessionID(), nil
+		}
+		return rec.Session, nil
+	}
+	switch {
+	case !req.stored():
+		return "", nil
+	case header != "":
+		return header, nil
+	default:
+		return newSessionID(), nil
+	}
+}
+
+// newSessionID names a session that a stored response starts or forks.
+func newSessionID() string { return newID("sess_") }
+
+// run runs the graph and renders the response, as JSON or as a stream.
+func (call *responsesCall) run(sessionID string) {
+	s, c, req, g := call.s, call.c, call.req, call.g
+	ctx := c.Request.Context()
+	resp := newResponse(newID("resp_"), g.Name, req)
+	var w *responsesSSE
+	var send func(string, any)
+	if req.Stream {
+		w = &responsesSSE{c: c}
+		send = w.send
+	}
+	rnd := newResponseRender(resp, req.includes(includeHandoffs), send)
+	var first string // the agent that starts the run, named in a stream's headers
+	emit := func(ev runtime.Event) {
+		if ev.Kind == runtime.EventAgentStart && first == "" {
+			first = ev.Agent
+			if w != nil {
+				c.Header("X-Agent-Name", ev.Agent)
+			}
+		}
+		rnd.onEvent(ev)
+	}
+	rreq := &runtime.Request{
+		Graph:       g,
+		Messages:    req.messages,
+		ClientTools: req.clientTools(),
+		Metadata:    req.metadata(),
+		Principal:   call.principal,
+		SessionID:   sessionID,
+		Stream:      req.Stream,
+		Params:      req.params(),
+	}
+	if call.prev != nil && !call.temporary {
+		at := call.prev.Point
+		rreq.At = &at
+	}
+	if call.temporary {
+		defer call.forget(sessionID)
+	}
+	if sessionID != "" && w != nil {
+		c.Header(s.cfg.Server.SessionHeader, sessionID)
+	}
+	res, err := call.runOrFork(ctx, rreq, emit)
+	if err != nil {
+		call.fail(rnd, err)
+		return
+	}
+	if call.temporary {
+		rreq.SessionID = ""
+	}
+	rnd.finish(res, map[string]string{"agentName": res.Agent, "sessionId": rreq.SessionID})
+	if req.stored() {
+		if e := call.store(resp, rreq.SessionID, res.Point); e != nil {
+			call.fail(rnd, e)
+			return
+		}
+	}
+	if w != nil {
+		rnd.complete()
+	} else {
+		c.Header("X-Agent-Name", res.Agent)
+		if rreq.SessionID != "" {
+			c.Header(s.cfg.Server.SessionHeader, rreq.SessionID)
+		}
+		c.JSON(http.StatusOK, resp)
+	}
+	s.observe(g.Name, http.StatusOK, "", call.start, res.ExternalTime)
+}
+
+// runOrFork runs rreq. When it continues from a point its session has moved
+// past (or a temporary session), the session is first forked from that
+// point into a new one, and the run goes on there.
+func (call *responsesCall) runOrFork(ctx context.Context, rreq *runtime.Request, emit func(runtime.Event)) (*runtime.Result, error) {
+	if !call.temporary {
+		res, err := call.s.opts.Runner.Run(ctx, rreq, emit)
+		if !errors.Is(err, runtime.ErrMoved) {
+			return res, err
+		}
+		rreq.At, rreq.SessionID = nil, newSessionID()
+		if call.req.Stream {
+			call.c.Header(call.s.cfg.Server.SessionHeader, rreq.SessionID)
+		}
+	}
+	src := runtime.SessionKey{Principal: call.principal, ID: call.prev.Session}
+	dst := runtime.SessionKey{Principal: call.principal, ID: rreq.SessionID}
+	if err := call.s.opts.Runner.Fork(ctx, src, call.prev.Point, dst); err != nil {
+		return nil, call.forkError(err)
+	}
+	return call.s.opts.Runner.Run(ctx, rreq, emit)
+}
+
+// forkError explains a fork that cannot be made.
+func (call *responsesCall) forkError(err error) error {
+	id := *call.req.PreviousResponseID
+	switch {
+	case errors.Is(err, runtime.ErrNotFound):
+		return &Error{Status: http.StatusNotFound, Code: codeResponseNotFound, Param: "previous_response_id",
+			Message: "the conversation of response " + id + " has expired or was deleted"}
+	case errors.Is(err, runtime.ErrPointGone):
+		return badRequest("previous_response_id", "the conversation of response %s was rewritten after it (an input filter at a handoff): it can no longer be continued from there", id)
+	default:
+		return err
+	}
+}
+
+// store keeps the response as a point of its session, before the client
+// hears it is complete: the client may continue from it at once.
+func (call *responsesCall) store(resp *responseObject, sessionID string, at runtime.Point) *Error {
+	body, err := json.Marshal(resp)
+	if err != nil {
+		return fromRunError(fmt.Errorf("encode response: %w", err))
+	}
+	rec, err := json.Marshal(responseRecord{Session: sessionID, Point: at, Response: body})
+	if err != nil {
+		return fromRunError(fmt.Errorf("encode response record: %w", err))
+	}
+	if err := call.s.opts.Responses.PutResponse(call.c.Request.Context(), call.principal, resp.ID, rec); err != nil {
+		return call.s.runError(call.g, fmt.Errorf("store response: %w", err))
+	}
+	return nil
+}
+
+// forget deletes a temporary session.
+func (call *responsesCall) forget(sessionID string) {
+	key := runtime.SessionKey{Principal: call.principal, ID: sessionID}
+	if err := call.s.opts.Store.Delete(context.WithoutCancel(call.c.Request.Context()), key); err != nil {
+		call.s.log.Warn("delete temporary session", "err", err)
+	}
+	call.s.opts.Runner.ForgetSession(key)
+}
+
+// fail answers a failed run: an HTTP error before the stream started,
+// response.failed after.
+func (call *responsesCall) fail(rnd *responseRender, err error) {
+	e := call.s.runError(call.g, err)
+	if !rnd.fail(e) {
+		call.s.abortRequest(call.c, call.g.Name, call.start, e)
+		return
+	}
+	call.s.observe(call.g.Name, e.Status, e.Code, call.start, 0)
+}
+
+// responsesSSE writes a Responses stream: each event as `event: <type>`
+// and `data: <json>`. Headers leave with the first event.
+type responsesSSE struct {
+	c       *gin.Context
+	started bool
+	buf     []byte
+}
+
+func (w *responsesSSE) send(typ string, ev any) {
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return
+	}
+	if !w.started {
+		w.started = true
+		h := w.c.Writer.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		h.Set("Connection", "keep-alive")
+		h.Set("X-Accel-Buffering", "no")
+		w.c.Writer.WriteHeader(http.StatusOK)
+	}
+	w.buf = append(append(append(append(append(w.buf[:0], "event: "...), typ...), "\ndata: "...), b...), "\n\n"...)
+	_, _ = w.c.Writer.Write(w.buf)
+	w.c.Writer.Flush()
+}

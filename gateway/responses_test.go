@@ -1,0 +1,566 @@
+package gateway_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/switchboard-ai/switchboard/internal/apispec"
+	"github.com/switchboard-ai/switchboard/internal/fakeupstream"
+	"github.com/switchboard-ai/switchboard/internal/gwtest"
+)
+
+// The Responses API through the real HTTP API: every response and stream
+// event is checked against OpenAI's and the Open Responses published
+// schemas (Switchboard's own switchboard:* items and events are in
+// neither; they are checked by hand).
+
+// respSpecs validates what the gateway answers.
+type respSpecs struct{ openai, open *apispec.Validator }
+
+func newRespSpecs(t *testing.T) respSpecs {
+	return respSpecs{apispec.Load(t, apispec.OpenAI), apispec.Load(t, apispec.OpenResponses)}
+}
+
+func (sp respSpecs) response(t *testing.T, doc []byte) {
+	t.Helper()
+	doc = standardOnly(t, doc)
+	sp.openai.Check(t, "Response", doc)
+	sp.open.Check(t, "ResponseResource", doc)
+}
+
+func (sp respSpecs) event(t *testing.T, ev sseEvent) {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(ev.data, &m); err != nil {
+		t.Fatalf("event data is not JSON: %s", ev.data)
+	}
+	if m["type"] != ev.name {
+		t.Errorf("event: %q but type %q", ev.name, m["type"])
+	}
+	if strings.HasPrefix(ev.name, "switchboard:") {
+		return
+	}
+	if item, ok := m["item"].(map[string]any); ok && strings.HasPrefix(item["type"].(string), "switchboard:") {
+		return
+	}
+	doc := ev.data
+	if r, ok := m["response"]; ok {
+		m["response"] = json.RawMessage(standardOnly(t, mustMarshal(t, r)))
+		doc = mustMarshal(t, m)
+	}
+	sp.openai.Check(t, "ResponseStreamEvent", doc)
+	sp.open.Check(t, apispec.OpenResponsesStreamEvent, doc)
+}
+
+// standardOnly drops switchboard:* output items from a response.
+func standardOnly(t *testing.T, doc []byte) []byte {
+	t.Helper()
+	var r map[string]any
+	if err := json.Unmarshal(doc, &r); err != nil {
+		t.Fatalf("response is not JSON: %s", doc)
+	}
+	kept := []any{}
+	for _, it := range r["output"].([]any) {
+		if typ, _ := it.(map[string]any)["type"].(string); !strings.HasPrefix(typ, "switchboard:") {
+			kept = append(kept, it)
+		}
+	}
+	r["output"] = kept
+	return mustMarshal(t, r)
+}
+
+func mustMarshal(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// respBody is the part of a response the tests read.
+type respBody struct {
+	ID                 string  `json:"id"`
+	Object             string  `json:"object"`
+	Status             string  `json:"status"`
+	Model              string  `json:"model"`
+	PreviousResponseID *string `json:"previous_response_id"`
+	Output             []struct {
+		Type      string `json:"type"`
+		ID        string `json:"id"`
+		Status    string `json:"status"`
+		Role      string `json:"role"`
+		CallID    string `json:"call_id"`
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+		From      string `json:"from"`
+		To        string `json:"to"`
+		Content   []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+	} `json:"output"`
+	Usage struct {
+		InputTokens  int `json:"input_tokens"`
+		OutputTokens int `json:"output_tokens"`
+		TotalTokens  int `json:"total_tokens"`
+	} `json:"usage"`
+	Metadata map[string]string `json:"metadata"`
+	raw      []byte
+}
+
+// text joins the output messages' texts.
+func (r *respBody) text() string {
+	var b strings.Builder
+	for _, it := range r.Output {
+		for _, c := range it.Content {
+			b.WriteString(c.Text)
+		}
+	}
+	return b.String()
+}
+
+// items lists the output items as "type" or "type:detail".
+func (r *respBody) items() []string {
+	var out []string
+	for _, it := range r.Output {
+		switch it.Type {
+		case "function_call":
+			out = append(out, it.Type+":"+it.CallID+":"+it.Name+":"+it.Arguments)
+		case "switchboard:handoff":
+			out = append(out, it.Type+":"+it.From+"->"+it.To)
+		default:
+			out = append(out, it.Type)
+		}
+	}
+	return out
+}
+
+// create posts a non-streamed request and decodes a 200, validated.
+func create(t *testing.T, gw *gwtest.Gateway, sp respSpecs, body map[string]any, header map[string]string) *respBody {
+	t.Helper()
+	r := gw.Do(context.Background(), http.MethodPost, "/v1/responses", body, header)
+	if r.Status != http.StatusOK {
+		t.Fatalf("POST /v1/responses: %d %s", r.Status, r.Body)
+	}
+	sp.response(t, r.Body)
+	var out respBody
+	r.Decode(t, &out)
+	out.raw = r.Body
+	return &out
+}
+
+// sseEvent is one event of a Responses stream.
+type sseEvent struct {
+	name string
+	data []byte
+}
+
+// stream posts a streamed request and returns its events, validated, and
+// the response the last one carries.
+func stream(t *testing.T, gw *gwtest.Gateway, sp respSpecs, body map[string]any, header map[string]string) ([]sseEvent, *respBody) {
+	t.Helper()
+	body["stream"] = true
+	r := gw.Do(context.Background(), http.MethodPost, "/v1/responses", body, header)
+	if r.Status != http.StatusOK || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("stream: %d %s %s", r.Status, r.Header.Get("Content-Type"), r.Body)
+	}
+	var evs []sseEvent
+	var cur sseEvent
+	sc := bufio.NewScanner(bytes.NewReader(r.Body))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "event: "):
+			cur.name = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			cur.data = []byte(strings.TrimPrefix(line, "data: "))
+		case line == "" && cur.name != "":
+			evs = append(evs, cur)
+			cur = sseEvent{}
+		}
+	}
+	for i, ev := range evs {
+		sp.event(t, ev)
+		var n struct {
+			Seq *int `json:"sequence_number"`
+		}
+		if err := json.Unmarshal(ev.data, &n); err != nil || n.Seq == nil || *n.Seq != i {
+			t.Errorf("event %d (%s): sequence_number %v", i, ev.name, n.Seq)
+		}
+	}
+	if len(evs) == 0 {
+		t.Fatalf("no events in %s", r.Body)
+	}
+	var last struct {
+		Response json.RawMessage `json:"response"`
+	}
+	if err := json.Unmarshal(evs[len(evs)-1].data, &last); err != nil || last.Response == nil {
+		t.Fatalf("last event %s carries no response", evs[len(evs)-1].name)
+	}
+	var out respBody
+	if err := json.Unmarshal(last.Response, &out); err != nil {
+		t.Fatal(err)
+	}
+	out.raw = last.Response
+	return evs, &out
+}
+
+func eventNames(evs []sseEvent) []string {
+	var out []string
+	for _, e := range evs {
+		out = append(out, e.name)
+	}
+	return out
+}
+
+// input is a one-message request for the support graph.
+func input(text string, extra ...any) map[string]any {
+	b := map[string]any{"model": "support", "input": text}
+	for i := 0; i+1 < len(extra); i += 2 {
+		b[extra[i].(string)] = extra[i+1]
+	}
+	return b
+}
+
+// upstreamTexts lists the user and assistant texts an upstream request
+// carried.
+func upstreamTexts(r fakeupstream.Request) []string {
+	var out []string
+	for _, m := range r.Parsed.Messages {
+		if m.Role == "user" || m.Role == "assistant" {
+			if t := m.Text(); t != "" {
+				out = append(out, m.Role+":"+t)
+			}
+		}
+	}
+	return out
+}
+
+func getResp(gw *gwtest.Gateway, id string, header map[string]string) *gwtest.Response {
+	return gw.Do(context.Background(), http.MethodGet, "/v1/responses/"+id, nil, header)
+}
+
+// Create, continue from the latest response, and fork from an older one:
+// the fork starts a new session from that point and the original session
+// is left as it was.
+func TestResponsesContinueAndFork(t *testing.T) {
+	stores(t, func(t *testing.T, storeURL string) {
+		sp := newRespSpecs(t)
+		gw, fake := sessionDesk(t, storeURL,
+			fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("c1", "transfer_to_billing", `{"reason":"double"}`)}},
+			fakeupstream.Reply{Text: "Billing here."},
+			fakeupstream.Reply{Text: "The invoice is on its way."},
+			fakeupstream.Reply{Text: "Refund noted."},
+		)
+		r1 := create(t, gw, sp, input("I was charged twice", "metadata", map[string]any{"plan": "basic"}), nil)
+		if !strings.HasPrefix(r1.ID, "resp_") || r1.Object != "response" || r1.Status != "completed" || r1.Model != "support" {
+			t.Fatalf("r1: %s", r1.raw)
+		}
+		sess := r1.Metadata["sessionId"]
+		if r1.text() != "Billing here." || r1.Metadata["agentName"] != "billing" || sess == "" || r1.Metadata["plan"] != "basic" {
+			t.Fatalf("r1: text %q metadata %v", r1.text(), r1.Metadata)
+		}
+		if r1.Usage.TotalTokens == 0 || r1.Usage.TotalTokens != r1.Usage.InputTokens+r1.Usage.OutputTokens {
+			t.Errorf("r1 usage %+v", r1.Usage)
+		}
+
+		r2 := create(t, gw, sp, input("and the invoice?", "previous_response_id", r1.ID), nil)
+		if r2.Metadata["sessionId"] != sess || r2.Metadata["agentName"] != "billing" || *r2.PreviousResponseID != r1.ID {
+			t.Fatalf("r2 did not continue the session: %v", r2.Metadata)
+		}
+		if got := fake.Requests()[2]; got.Parsed.Model != "billing-model" ||
+			!cmp.Equal(upstreamTexts(got), []string{"user:I was charged twice", "assistant:Billing here.", "user:and the invoice?"}) {
+			t.Fatalf("r2 upstream: %s %v", got.Parsed.Model, upstreamTexts(got))
+		}
+		_, before := getSession(t, gw, sess, nil)
+
+		// r1 is no longer the latest point of its session: a fork.
+		r3 := create(t, gw, sp, input("actually, refund me", "previous_response_id", r1.ID), nil)
+		forked := r3.Metadata["sessionId"]
+		if forked == "" || forked == sess || r3.Metadata["agentName"] != "billing" {
+			t.Fatalf("r3 did not fork: %v", r3.Metadata)
+		}
+		if got := fake.Requests()[3]; !cmp.Equal(upstreamTexts(got), []string{"user:I was charged twice", "assistant:Billing here.", "user:actually, refund me"}) {
+			t.Fatalf("the fork saw %v", upstreamTexts(got))
+		}
+		_, after := getSession(t, gw, sess, nil)
+		if after.Version != before.Version || len(after.Transcript) != len(before.Transcript) {
+			t.Errorf("the fork changed the original session: version %d -> %d, %d -> %d messages",
+				before.Version, after.Version, len(before.Transcript), len(after.Transcript))
+		}
+		if _, f := getSession(t, gw, forked, nil); f.ActiveAgent != "billing" || len(f.Transcript) != len(before.Transcript)-2+2 {
+			t.Errorf("forked session: agent %q, %d messages", f.ActiveAgent, len(f.Transcript))
+		}
+
+		// r2 is still the latest point of the original session.
+		fake.Push(fakeupstream.Reply{Text: "Anything else?"})
+		r4 := create(t, gw, sp, input("thanks", "previous_response_id", r2.ID), nil)
+		if r4.Metadata["sessionId"] != sess {
+			t.Errorf("continuing the latest response forked: %v", r4.Metadata)
+		}
+	})
+}
+
+// A stream carries the standard event sequence; the response it completes
+// with is the stored one.
+func TestResponsesStream(t *testing.T) {
+	stores(t, func(t *testing.T, storeURL string) {
+		sp := newRespSpecs(t)
+		gw, _ := sessionDesk(t, storeURL,
+			fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("c1", "transfer_to_billing", `{}`)}},
+			fakeupstream.Reply{Text: "Billing here, streaming."},
+		)
+		evs, r := stream(t, gw, sp, input("charged twice"), nil)
+		names := eventNames(evs)
+		want := []string{"response.created", "response.in_progress", "response.output_item.added", "response.content_part.added"}
+		if !cmp.Equal(names[:4], want) || names[len(names)-1] != "response.completed" {
+			t.Fatalf("events: %v", names)
+		}
+		for _, n := range names {
+			if strings.HasPrefix(n, "switchboard:") {
+				t.Errorf("a %s event without include", n)
+			}
+		}
+		if r.text() != "Billing here, streaming." || r.Metadata["agentName"] != "billing" || r.Status != "completed" {
+			t.Fatalf("completed response: %s", r.raw)
+		}
+		got := getResp(gw, r.ID, nil)
+		if got.Status != http.StatusOK {
+			t.Fatalf("GET: %d %s", got.Status, got.Body)
+		}
+		sp.response(t, got.Body)
+		var stored respBody
+		got.Decode(t, &stored)
+		if stored.text() != r.text() || stored.ID != r.ID || !cmp.Equal(stored.Metadata, r.Metadata) {
+			t.Errorf("stored %s\nstreamed %s", got.Body, r.raw)
+		}
+	})
+}
+
+// Handoffs are output items and switchboard:handoff events only when the
+// request includes switchboard:handoffs.
+func TestResponsesHandoffsOptIn(t *testing.T) {
+	sp := newRespSpecs(t)
+	handoff := fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("c1", "transfer_to_billing", `{}`)}}
+	gw, _ := sessionDesk(t, "memory://", handoff, fakeupstream.Reply{Text: "a"}, handoff, fakeupstream.Reply{Text: "b"},
+		handoff, fakeupstream.Reply{Text: "c"})
+	inc := []string{"switchboard:handoffs"}
+
+	if r := create(t, gw, sp, input("x"), nil); !cmp.Equal(r.items(), []string{"message"}) {
+		t.Errorf("without include: %v", r.items())
+	}
+	if r := create(t, gw, sp, input("x", "include", inc), nil); !cmp.Equal(r.items(), []string{"switchboard:handoff:triage->billing", "message"}) {
+		t.Errorf("with include: %v", r.items())
+	}
+	evs, r := stream(t, gw, sp, input("x", "include", inc), nil)
+	var handoffs []string
+	for _, ev := range evs {
+		if ev.name == "switchboard:handoff" {
+			var h struct{ From, To, ToolCallID string }
+			_ = json.Unmarshal(ev.data, &h)
+			handoffs = append(handoffs, h.From+"->"+h.To+":"+h.ToolCallID)
+		}
+	}
+	if !cmp.Equal(handoffs, []string{"triage->billing:c1"}) || !cmp.Equal(r.items(), []string{"switchboard:handoff:triage->billing", "message"}) {
+		t.Errorf("stream with include: events %v, output %v", handoffs, r.items())
+	}
+}
+
+var respWeatherTool = map[string]any{"type": "function", "name": "get_weather", "description": "Weather for a city",
+	"parameters": map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}}, "strict": false}
+
+// A client tool call is a function_call item; its function_call_output in
+// the next request resumes the same agent.
+func TestResponsesClientTools(t *testing.T) {
+	stores(t, func(t *testing.T, storeURL string) {
+		for _, streamed := range []bool{false, true} {
+			sp := newRespSpecs(t)
+			gw, fake := sessionDesk(t, storeURL,
+				fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("c1", "transfer_to_billing", `{}`)}},
+				fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("w1", "get_weather", `{"city":"Oslo"}`)}},
+				fakeupstream.Reply{Text: "Sunny in Oslo."},
+			)
+			body := input("weather?", "tools", []any{respWeatherTool})
+			var r *respBody
+			if streamed {
+				_, r = stream(t, gw, sp, body, nil)
+			} else {
+				r = create(t, gw, sp, body, nil)
+			}
+			if !cmp.Equal(r.items(), []string{`function_call:w1:get_weather:{"city":"Oslo"}`}) || r.Metadata["agentName"] != "billing" {
+				t.Fatalf("stream %v: %v %v", streamed, r.items(), r.Metadata)
+			}
+			next := map[string]any{"model": "support", "previous_response_id": r.ID, "tools": []any{respWeatherTool},
+				"input": []any{map[string]any{"type": "function_call_output", "call_id": "w1", "output": `{"sky":"sunny"}`}}}
+			r2 := create(t, gw, sp, next, nil)
+			if r2.text() != "Sunny in Oslo." || r2.Metadata["agentName"] != "billing" || r2.Metadata["sessionId"] != r.Metadata["sessionId"] {
+				t.Fatalf("resumed: %q %v", r2.text(), r2.Metadata)
+			}
+			if req := fake.Requests()[2]; req.Parsed.Model != "billing-model" || toolResults(req)["w1"] != `{"sky":"sunny"}` {
+				t.Errorf("resumed upstream request: %s %v", req.Parsed.Model, toolResults(req))
+			}
+			assertSystemFirst(t, fake)
+		}
+	})
+}
+
+// GET returns a stored response as it was sent; DELETE forgets it and
+// leaves its session; unknown ids are 404 response_not_found.
+func TestResponsesRetrieveDelete(t *testing.T) {
+	stores(t, func(t *testing.T, storeURL string) {
+		sp := newRespSpecs(t)
+		gw, _ := sessionDesk(t, storeURL, fakeupstream.Reply{Text: "hello"})
+		r := create(t, gw, sp, input("hi"), nil)
+		got := getResp(gw, r.ID, nil)
+		if got.Status != http.StatusOK || !bytes.Equal(got.Body, r.raw) {
+			t.Fatalf("GET: %d\n%s\nwant\n%s", got.Status, got.Body, r.raw)
+		}
+		del := gw.Do(context.Background(), http.MethodDelete, "/v1/responses/"+r.ID, nil, nil)
+		if del.Status != http.StatusOK || !strings.Contains(string(del.Body), `"deleted":true`) {
+			t.Fatalf("DELETE: %d %s", del.Status, del.Body)
+		}
+		for _, res := range []*gwtest.Response{
+			getResp(gw, r.ID, nil),
+			gw.Do(context.Background(), http.MethodDelete, "/v1/responses/"+r.ID, nil, nil),
+			getResp(gw, "resp_0123abcd", nil),
+			getResp(gw, "not-an-id", nil),
+			gw.Do(context.Background(), http.MethodPost, "/v1/responses", input("again", "previous_response_id", r.ID), nil),
+		} {
+			if res.Status != http.StatusNotFound || res.ErrorCode(t) != "response_not_found" {
+				t.Errorf("after DELETE: %d %s", res.Status, res.Body)
+			}
+		}
+		if resp, _ := getSession(t, gw, r.Metadata["sessionId"], nil); resp.Status != http.StatusOK {
+			t.Errorf("the session went with the response: %d", resp.Status)
+		}
+	})
+}
+
+// The session header, sent with previous_response_id, must name the
+// response's session; alone, it names the session a new response goes on.
+func TestResponsesSessionHeader(t *testing.T) {
+	stores(t, func(t *testing.T, storeURL string) {
+		sp := newRespSpecs(t)
+		gw, fake := sessionDesk(t, storeURL, fakeupstream.Reply{Text: "one"}, fakeupstream.Reply{Text: "two"})
+		id := newSessionID(t)
+		r1 := create(t, gw, sp, input("first"), session(id))
+		if r1.Metadata["sessionId"] != id {
+			t.Fatalf("the header's session was not used: %v", r1.Metadata)
+		}
+		bad := gw.Do(context.Background(), http.MethodPost, "/v1/responses", input("x", "previous_response_id", r1.ID), session(id+"-other"))
+		if bad.Status != http.StatusBadRequest || bad.ErrorCode(t) != "invalid_request" {
+			t.Fatalf("mismatched header: %d %s", bad.Status, bad.Body)
+		}
+		if n := len(fake.Requests()); n != 1 {
+			t.Errorf("the upstream was called %d times", n)
+		}
+		r2 := create(t, gw, sp, input("second", "previous_response_id", r1.ID), session(id))
+		if r2.Metadata["sessionId"] != id || r2.text() != "two" {
+			t.Errorf("matching header: %v %q", r2.Metadata, r2.text())
+		}
+	})
+}
+
+// store: false runs without a session and keeps nothing; with a previous
+// response it sees that history and changes nothing of it.
+func TestResponsesStoreFalse(t *testing.T) {
+	stores(t, func(t *testing.T, storeURL string) {
+		sp := newRespSpecs(t)
+		gw, fake := sessionDesk(t, storeURL, fakeupstream.Reply{Text: "one"}, fakeupstream.Reply{Text: "two"}, fakeupstream.Reply{Text: "three"})
+		r0 := create(t, gw, sp, input("hello", "store", false), nil)
+		if r0.Metadata["sessionId"] != "" || getResp(gw, r0.ID, nil).Status != http.StatusNotFound {
+			t.Fatalf("store false kept something: %v", r0.Metadata)
+		}
+		if !strings.Contains(string(r0.raw), `"store":false`) {
+			t.Errorf("store not echoed: %s", r0.raw)
+		}
+		r1 := create(t, gw, sp, input("first"), nil)
+		sess := r1.Metadata["sessionId"]
+		_, before := getSession(t, gw, sess, nil)
+		r2 := create(t, gw, sp, input("what if", "store", false, "previous_response_id", r1.ID), nil)
+		if r2.Metadata["sessionId"] != "" || r2.text() != "three" {
+			t.Fatalf("unstored continuation: %v %q", r2.Metadata, r2.text())
+		}
+		if got := upstreamTexts(fake.Requests()[2]); !cmp.Equal(got, []string{"user:first", "assistant:two", "user:what if"}) {
+			t.Errorf("the unstored continuation saw %v", got)
+		}
+		if _, after := getSession(t, gw, sess, nil); after.Version != before.Version {
+			t.Errorf("the unstored continuation changed the session: %d -> %d", before.Version, after.Version)
+		}
+	})
+}
+
+// Errors have OpenAI's shape and the contract's codes.
+func TestResponsesErrors(t *testing.T) {
+	gw, fake := sessionDesk(t, "memory://")
+	for _, tc := range []struct {
+		body   any
+		status int
+		code   string
+	}{
+		{`{"model":"support",`, 400, "invalid_request"},
+		{input("x", "model", "no-such-graph"), 404, "model_not_found"},
+		{map[string]any{"model": "support"}, 400, "invalid_request"},
+		{map[string]any{"model": "support", "input": []any{map[string]any{"type": "computer_call_output", "call_id": "c"}}}, 400, "invalid_request"},
+		{input("x", "previous_response_id", "resp_00ff"), 404, "response_not_found"},
+		{input("x", "tools", []any{map[string]any{"type": "file_search"}}), 400, "invalid_request"},
+	} {
+		r := gw.Do(context.Background(), http.MethodPost, "/v1/responses", tc.body, nil)
+		var e struct {
+			Error struct {
+				Message, Type, Code string
+			} `json:"error"`
+		}
+		r.Decode(t, &e)
+		if r.Status != tc.status || e.Error.Code != tc.code || e.Error.Message == "" || e.Error.Type == "" {
+			t.Errorf("%v: %d %s", tc.body, r.Status, r.Body)
+		}
+	}
+	if n := len(fake.Requests()); n != 0 {
+		t.Errorf("the upstream was called %d times for bad requests", n)
+	}
+	// An upstream failure before anything was said is an HTTP error, streamed or not.
+	fake.Push(fakeupstream.Reply{Status: 500}, fakeupstream.Reply{Status: 500})
+	for _, streamed := range []bool{false, true} {
+		r := gw.Do(context.Background(), http.MethodPost, "/v1/responses", input("x", "stream", streamed), nil)
+		if r.Status != http.StatusBadGateway || r.ErrorCode(t) != "upstream_error" {
+			t.Errorf("stream %v: %d %s", streamed, r.Status, r.Body)
+		}
+	}
+}
+
+// A fork from a point that an input filter has since rewritten out of the
+// session's history is refused, never made from the rewritten history.
+func TestResponsesForkAfterRewrite(t *testing.T) {
+	stores(t, func(t *testing.T, storeURL string) {
+		sp := newRespSpecs(t)
+		gw, fake := sessionDesk(t, storeURL,
+			fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("w1", "get_weather", `{"city":"Oslo"}`)}},
+			fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("e1", "escalate_refund", `{"orderId":"o1"}`)}},
+			fakeupstream.Reply{Text: "Refunds desk."},
+		)
+		r1 := create(t, gw, sp, input("weather, then a refund", "tools", []any{respWeatherTool}), nil)
+		next := map[string]any{"model": "support", "previous_response_id": r1.ID, "tools": []any{respWeatherTool},
+			"input": []any{map[string]any{"type": "function_call_output", "call_id": "w1", "output": "sunny"}}}
+		if r2 := create(t, gw, sp, next, nil); r2.Metadata["agentName"] != "refunds" {
+			t.Fatalf("r2: %v", r2.Metadata)
+		}
+		// remove_tool_calls dropped r1's call from the session's history.
+		r := gw.Do(context.Background(), http.MethodPost, "/v1/responses", next, nil)
+		if r.Status != http.StatusBadRequest || r.ErrorCode(t) != "invalid_request" || !strings.Contains(string(r.Body), "rewritten") {
+			t.Fatalf("fork from a rewritten point: %d %s", r.Status, r.Body)
+		}
+		if n := len(fake.Requests()); n != 3 {
+			t.Errorf("the upstream was called %d times, want 3", n)
+		}
+	})
+}
