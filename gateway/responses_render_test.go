@@ -7,67 +7,40 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/switchboard-ai/switchboard/internal/apispec"
+	"github.com/switchboard-ai/switchboard/internal/openapicheck"
 	"github.com/switchboard-ai/switchboard/runtime"
 )
 
-// specs checks rendered responses and events against OpenAI's and the Open
-// Responses descriptions. Switchboard's own extension items and events
-// (switchboard:...) are in neither: they are checked by the tests that ask
-// for them, and left out of a response before it is validated.
-type specs struct {
-	openai, open *apispec.Validator
-}
+// specs judges rendered responses and events by OpenAI's and the Open
+// Responses descriptions, as the HTTP tests judge what they see.
+type specs struct{ c *openapicheck.Checker }
 
-func loadSpecs(t *testing.T) specs {
-	return specs{openai: apispec.Load(t, apispec.OpenAI), open: apispec.Load(t, apispec.OpenResponses)}
-}
+func loadSpecs(t *testing.T) specs { return specs{openapicheck.ForTest(t)} }
 
-// response validates a Response document.
+// response judges a response.
 func (s specs) response(t *testing.T, doc []byte) {
 	t.Helper()
-	doc = withoutExtensions(t, doc)
-	s.openai.Check(t, "Response", doc)
-	s.open.Check(t, "ResponseResource", doc)
-}
-
-// event validates a stream event.
-func (s specs) event(t *testing.T, doc []byte) {
-	t.Helper()
-	var ev map[string]any
-	if err := json.Unmarshal(doc, &ev); err != nil {
-		t.Fatalf("event is not JSON: %v", err)
-	}
-	if typ, _ := ev["type"].(string); strings.HasPrefix(typ, "switchboard:") {
+	if s.c == nil {
 		return
 	}
-	if item, ok := ev["item"].(map[string]any); ok && strings.HasPrefix(item["type"].(string), "switchboard:") {
-		return
+	if _, err := s.c.CheckReply("POST", "/v1/responses", 200, "application/json", doc); err != nil {
+		t.Error(err)
 	}
-	if resp, ok := ev["response"].(map[string]any); ok {
-		ev["response"] = json.RawMessage(withoutExtensions(t, mustJSON(t, resp)))
-		doc = mustJSON(t, ev)
-	}
-	s.openai.Check(t, "ResponseStreamEvent", doc)
-	s.open.Check(t, apispec.OpenResponsesStreamEvent, doc)
 }
 
-// withoutExtensions drops switchboard:* items from a response's output.
-func withoutExtensions(t *testing.T, doc []byte) []byte {
+// stream judges a stream's events, as SSE.
+func (s specs) stream(t *testing.T, evs []recorded) {
 	t.Helper()
-	var r map[string]any
-	if err := json.Unmarshal(doc, &r); err != nil {
-		t.Fatalf("response is not JSON: %v", err)
+	if s.c == nil {
+		return
 	}
-	out, _ := r["output"].([]any)
-	kept := []any{}
-	for _, it := range out {
-		if typ, _ := it.(map[string]any)["type"].(string); !strings.HasPrefix(typ, "switchboard:") {
-			kept = append(kept, it)
-		}
+	var b []byte
+	for _, e := range evs {
+		b = append(append(append(append(append(b, "event: "...), e.typ...), "\ndata: "...), e.body...), "\n\n"...)
 	}
-	r["output"] = kept
-	return mustJSON(t, r)
+	if _, err := s.c.CheckReply("POST", "/v1/responses", 200, "text/event-stream", b); err != nil {
+		t.Error(err)
+	}
 }
 
 func mustJSON(t *testing.T, v any) []byte {
@@ -216,8 +189,8 @@ func TestRenderStream(t *testing.T) {
 			}
 			doc, evs := render(t, decodeReq(t, body), true, handoffRun, billingResult)
 			sp.response(t, doc)
+			sp.stream(t, evs)
 			for i, e := range evs {
-				sp.event(t, e.body)
 				var ev struct {
 					Type string `json:"type"`
 					Seq  int    `json:"sequence_number"`
@@ -275,8 +248,8 @@ func TestRenderClientToolsAndWholeText(t *testing.T) {
 		if diff := cmp.Diff(want, outputSummary(t, doc)); diff != "" {
 			t.Errorf("stream %v: output (-want +got):\n%s", stream, diff)
 		}
-		for _, e := range evs {
-			sp.event(t, e.body)
+		if stream {
+			sp.stream(t, evs)
 		}
 		if stream && !strings.Contains(strings.Join(types(evs), " "), "response.function_call_arguments.done response.output_item.done response.completed") {
 			t.Errorf("events: %v", types(evs))
@@ -294,9 +267,7 @@ func TestRenderFailure(t *testing.T) {
 	}
 	doc, evs := render(t, req, true, handoffRun[:3], nil)
 	sp.response(t, doc)
-	for _, e := range evs {
-		sp.event(t, e.body)
-	}
+	sp.stream(t, evs)
 	if got := evs[len(evs)-1].typ; got != "response.failed" {
 		t.Fatalf("last event %q", got)
 	}

@@ -3,6 +3,7 @@ package openapicheck
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 )
@@ -29,6 +30,9 @@ func ForTest(t testing.TB) *Checker {
 			return
 		}
 		loaded.c, loaded.err = Load(p)
+		if loaded.err == nil {
+			loaded.c.open, loaded.err = LoadOpenResponses(filepath.Join(filepath.Dir(p), openResponsesFile))
+		}
 	})
 	if loaded.err != nil {
 		if !errors.Is(loaded.err, ErrNoSpec) || os.Getenv("CI") == "true" {

@@ -33,10 +33,12 @@ const (
 	ErrorResponse       Kind = "ErrorResponse"
 	ModelList           Kind = "ListModelsResponse"
 	Model               Kind = "Model"
+	Response            Kind = "Response"
+	ResponseStreamEvent Kind = "ResponseStreamEvent"
 )
 
 // kinds is every Kind Load compiles.
-var kinds = []Kind{ChatCompletion, ChatCompletionChunk, ErrorResponse, ModelList, Model}
+var kinds = []Kind{ChatCompletion, ChatCompletionChunk, ErrorResponse, ModelList, Model, Response, ResponseStreamEvent}
 
 // specFile is the description's place relative to the repository root.
 const specFile = "../shared/specs/openai-openapi.json"
@@ -51,6 +53,9 @@ var ErrNoSpec = errors.New("openapicheck: the OpenAI OpenAPI description was not
 // concurrent use.
 type Checker struct {
 	schemas map[Kind]*jsonschema.Schema
+	// open, when set, judges the Responses API replies a second time, by
+	// the Open Responses description (responses.go).
+	open *Checker
 }
 
 // SpecPath finds the description: ../shared/specs/openai-openapi.json
@@ -81,6 +86,13 @@ func SpecPath() (string, error) {
 // Load reads the description at path, rewrites `nullable`, and compiles
 // the schemas of every Kind.
 func Load(path string) (*Checker, error) {
+	return load(path, kinds, nil)
+}
+
+// load compiles the schemas of ks from the description at path; extra
+// adds schemas under components.schemas, taken from elsewhere in the
+// description (extra maps their name to a JSON pointer).
+func load(path string, ks []Kind, extra map[Kind]string) (*Checker, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("openapicheck: %w", err)
@@ -100,15 +112,24 @@ func Load(path string) (*Checker, error) {
 	}
 	// Only the schemas are compiled, as one JSON Schema document whose
 	// root holds them where the description's references point.
-	schemaDoc := map[string]any{"components": map[string]any{"schemas": rewriteNullable(defs)}}
+	defs = rewriteNullable(defs).(map[string]any)
+	rewriteRecursive(defs)
+	for name, ptr := range extra {
+		v, err := pointer(root, ptr)
+		if err != nil {
+			return nil, fmt.Errorf("openapicheck: %s: %w", path, err)
+		}
+		defs[string(name)] = rewriteNullable(v)
+	}
+	schemaDoc := map[string]any{"components": map[string]any{"schemas": defs}}
 	const url = "https://switchboard.invalid/openai-openapi.json"
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	if err := c.AddResource(url, schemaDoc); err != nil {
 		return nil, fmt.Errorf("openapicheck: %w", err)
 	}
-	ch := &Checker{schemas: make(map[Kind]*jsonschema.Schema, len(kinds))}
-	for _, k := range kinds {
+	ch := &Checker{schemas: make(map[Kind]*jsonschema.Schema, len(ks))}
+	for _, k := range ks {
 		s, err := c.Compile(url + "#/components/schemas/" + string(k))
 		if err != nil {
 			return nil, fmt.Errorf("openapicheck: compile %s: %w", k, err)
@@ -189,8 +210,9 @@ func clip(b []byte) string {
 
 // CheckReply validates what the gateway answered to method path: an error
 // status's body as an ErrorResponse; a chat completion, each chunk of a
-// chat completion stream (an error event as an ErrorResponse) and the
-// models routes by their schemas. Other routes' successes (sessions,
+// chat completion stream (an error event as an ErrorResponse), a
+// Responses API response and each event of its stream (responses.go) and
+// the models routes by their schemas. Other routes' successes (sessions,
 // health) are not in the description and pass unchecked. It returns how
 // many bodies it checked.
 func (c *Checker) CheckReply(method, path string, status int, contentType string, body []byte) (int, error) {
@@ -212,6 +234,11 @@ func (c *Checker) CheckReply(method, path string, status int, contentType string
 		return 1, c.Validate(ModelList, body)
 	case method == "GET" && strings.HasPrefix(path, "/v1/models/"):
 		return 1, c.Validate(Model, body)
+	case method == "POST" && path == "/v1/responses" && strings.HasPrefix(contentType, "text/event-stream"):
+		return c.checkResponseStream(body)
+	case method == "POST" && path == "/v1/responses",
+		method == "GET" && strings.HasPrefix(path, "/v1/responses/"):
+		return c.checkResponse(body)
 	}
 	return 0, nil
 }

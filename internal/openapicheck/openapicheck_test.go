@@ -1,6 +1,7 @@
 package openapicheck
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -116,5 +117,56 @@ func TestSpecPathFindsTheRepositoryRoot(t *testing.T) {
 	}
 	if !strings.HasSuffix(p, "openai-openapi.json") {
 		t.Fatalf("SpecPath = %s", p)
+	}
+}
+
+// Responses API replies are judged by both descriptions; switchboard:*
+// items and events are left out, and a stream's events must be numbered.
+func TestCheckResponses(t *testing.T) {
+	c := ForTest(t)
+	if c == nil {
+		t.Skip("no description to test")
+	}
+	if c.open == nil {
+		t.Fatal("the Open Responses description was not loaded")
+	}
+	usage := `"usage":{"input_tokens":1,"input_tokens_details":{"cached_tokens":0,"cache_write_tokens":0},"output_tokens":2,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":3}`
+	resp := func(status, output string) string {
+		return `{"id":"resp_1","object":"response","created_at":1,"completed_at":null,"status":"` + status + `","error":null,"incomplete_details":null,` +
+			`"model":"support","previous_response_id":null,"instructions":null,"output":[` + output + `],"tools":[],"tool_choice":"auto",` +
+			`"truncation":"disabled","parallel_tool_calls":true,"text":{"format":{"type":"text"}},"temperature":1,"top_p":1,"presence_penalty":0,` +
+			`"frequency_penalty":0,"top_logprobs":0,"reasoning":null,` + usage + `,"max_output_tokens":null,"max_tool_calls":null,"store":true,` +
+			`"background":false,"service_tier":"default","metadata":{"agentName":"billing"},"safety_identifier":null,"prompt_cache_key":null}`
+	}
+	msg := `{"type":"message","id":"msg_1","status":"completed","role":"assistant","content":[{"type":"output_text","text":"hi","annotations":[],"logprobs":[]}]}`
+	handoff := `{"type":"switchboard:handoff","id":"sbh_1","status":"completed","from":"triage","to":"billing"}`
+	ev := func(name string, seq int, rest string) string {
+		return "event: " + name + "\ndata: {\"type\":\"" + name + "\",\"sequence_number\":" + strconv.Itoa(seq) + rest + "}\n\n"
+	}
+	created := ev("response.created", 0, `,"response":`+resp("in_progress", ""))
+	tests := []struct {
+		name, method, path, contentType, body string
+		checked                               int
+		ok                                    bool
+	}{
+		{"response", "POST", "/v1/responses", "application/json", resp("completed", msg), 2, true},
+		{"response with a handoff item", "GET", "/v1/responses/resp_1", "application/json", resp("completed", handoff+","+msg), 2, true},
+		{"response without tools", "POST", "/v1/responses", "application/json", strings.Replace(resp("completed", msg), `"tools":[],`, "", 1), 1, false},
+		{"response with a bad status", "POST", "/v1/responses", "application/json", resp("done", msg), 1, false},
+		{"stream", "POST", "/v1/responses", "text/event-stream", created +
+			ev("switchboard:handoff", 1, `,"from":"triage","to":"billing","toolCallId":"c1"`) +
+			ev("response.output_item.added", 2, `,"output_index":0,"item":`+handoff) +
+			ev("response.output_text.delta", 3, `,"item_id":"msg_1","output_index":1,"content_index":0,"delta":"hi","logprobs":[]`) +
+			ev("response.completed", 4, `,"response":`+resp("completed", handoff+","+msg)), 6, true},
+		{"stream out of sequence", "POST", "/v1/responses", "text/event-stream", created + ev("response.completed", 2, `,"response":`+resp("completed", msg)), 2, false},
+		{"stream with a bad event", "POST", "/v1/responses", "text/event-stream", created + ev("response.output_text.delta", 1, `,"delta":"hi"`), 3, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n, err := c.CheckReply(tt.method, tt.path, 200, tt.contentType, []byte(tt.body))
+			if (err == nil) != tt.ok || n != tt.checked {
+				t.Fatalf("CheckReply = %d, %v; want %d, ok=%v", n, err, tt.checked, tt.ok)
+			}
+		})
 	}
 }
