@@ -142,6 +142,7 @@ func (call *responsesCall) run(sessionID string) {
 		SessionID:   sessionID,
 		Stream:      req.Stream,
 		Params:      req.params(),
+		ToolChoice:  req.toolChoice(),
 	}
 	if call.prev != nil && !call.temporary {
 		at := call.prev.Point

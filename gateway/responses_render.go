@@ -71,6 +71,9 @@ func newResponse(id, model string, req *responsesRequest) *responseObject {
 		r.Instructions = req.Instructions
 	}
 	r.Text.Format.Type = "text"
+	if len(req.ToolChoice) > 0 && string(req.ToolChoice) != "null" {
+		r.ToolChoice = json.RawMessage(req.ToolChoice)
+	}
 	if req.Temperature != nil {
 		r.Temperature = *req.Temperature
 	}

@@ -30,7 +30,10 @@ type responsesRequest struct {
 	MaxOutputTokens   *int                       `json:"max_output_tokens"`
 	ParallelToolCalls *bool                      `json:"parallel_tool_calls"`
 	Include           []string                   `json:"include"`
-	Text              *struct {
+	// ToolChoice is Responses-shaped: "auto", {"type": "function", "name"},
+	// {"type": "allowed_tools", "mode", "tools"}.
+	ToolChoice json.RawMessage `json:"tool_choice"`
+	Text       *struct {
 		Format json.RawMessage `json:"format"`
 	} `json:"text"`
 
@@ -139,6 +142,52 @@ func (req *responsesRequest) params() *runtime.Params {
 		p.ResponseFormat = responseFormat(req.Text.Format)
 	}
 	return p
+}
+
+// toolChoice maps tool_choice to the Chat Completions shape the run reads
+// (a name moves into "function"); a shape it does not know is passed as it
+// is, for the run to refuse by name.
+func (req *responsesRequest) toolChoice() json.RawMessage {
+	raw := bytes.TrimSpace(req.ToolChoice)
+	if len(raw) == 0 || raw[0] != '{' {
+		return raw
+	}
+	type named struct {
+		Type string `json:"type"`
+		Name string `json:"name"`
+	}
+	var c struct {
+		named
+		Mode  string  `json:"mode"`
+		Tools []named `json:"tools"`
+	}
+	if json.Unmarshal(raw, &c) != nil {
+		return raw
+	}
+	fn := func(n named) map[string]any {
+		return map[string]any{"type": "function", "function": map[string]any{"name": n.Name}}
+	}
+	var out any
+	switch c.Type {
+	case "function":
+		out = fn(c.named)
+	case "allowed_tools":
+		tools := make([]any, 0, len(c.Tools))
+		for _, t := range c.Tools {
+			if t.Type != "function" {
+				return raw
+			}
+			tools = append(tools, fn(t))
+		}
+		out = map[string]any{"type": "allowed_tools", "allowed_tools": map[string]any{"mode": c.Mode, "tools": tools}}
+	default:
+		return raw
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return raw
+	}
+	return b
 }
 
 // responseFormat maps text.format to Chat Completions' response_format:

@@ -480,3 +480,26 @@ func TestResponsesForkAfterRewrite(t *testing.T) {
 		}
 	})
 }
+
+// tool_choice in the Responses shape reaches the first model call in the
+// Chat Completions shape; one the agent cannot honour is 400.
+func TestResponsesToolChoice(t *testing.T) {
+	gw, fake := sessionDesk(t, "memory://", fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("w1", "get_weather", `{"city":"Oslo"}`)}})
+	body := input("weather?", "tools", []any{respWeatherTool}, "tool_choice", map[string]any{"type": "function", "name": "get_weather"})
+	r := create(t, gw, body, nil)
+	var echo struct {
+		ToolChoice map[string]string `json:"tool_choice"`
+	}
+	if err := json.Unmarshal(r.raw, &echo); err != nil || !cmp.Equal(echo.ToolChoice, map[string]string{"type": "function", "name": "get_weather"}) {
+		t.Errorf("tool_choice not echoed: %s", r.raw)
+	}
+	got, _ := json.Marshal(fake.Requests()[0].Parsed.ToolChoice)
+	if string(got) != `{"function":{"name":"get_weather"},"type":"function"}` {
+		t.Errorf("upstream tool_choice %s", got)
+	}
+	bad := gw.Do(context.Background(), http.MethodPost, "/v1/responses",
+		input("x", "tool_choice", map[string]any{"type": "function", "name": "no_such_tool"}), nil)
+	if bad.Status != http.StatusBadRequest || !strings.Contains(string(bad.Body), `"param":"tool_choice"`) {
+		t.Errorf("unknown tool_choice: %d %s", bad.Status, bad.Body)
+	}
+}

@@ -24,7 +24,7 @@ type responseObject struct {
 	// Output holds *messageItem, *functionCallItem and *handoffItem.
 	Output            []any             `json:"output"`
 	Tools             []responseTool    `json:"tools"`
-	ToolChoice        string            `json:"tool_choice"`
+	ToolChoice        any               `json:"tool_choice"` // "auto", or the request's`
 	Truncation        string            `json:"truncation"`
 	ParallelToolCalls bool              `json:"parallel_tool_calls"`
 	Text              responseText      `json:"text"`
