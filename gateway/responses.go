@@ -159,6 +159,7 @@ func (call *responsesCall) run(sessionID string) {
 		call.fail(rnd, err)
 		return
 	}
+	recordUsage(c, res.Usage)
 	if call.temporary {
 		rreq.SessionID = ""
 	}
