@@ -3,6 +3,8 @@
 // pointed at the gateway.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { appendFileSync } from 'node:fs';
+import { basename } from 'node:path';
 import OpenAI from 'openai';
 
 function need(name) {
@@ -15,6 +17,33 @@ function need(name) {
 export const GATEWAY = need('GATEWAY_URL');
 const FAKE = need('FAKE_URL');
 const TOOLS = need('TOOLS_URL');
+
+/**
+ * With E2E_REPLIES set (run.sh sets it), every answer of the gateway that
+ * the suite reads whole, whoever fetched it (the openai client, a raw
+ * fetch), is appended to that file as one JSON line; the Go suite then has
+ * OpenAI's published schema judge each one (goclient/node_test.go). A body
+ * the client cut short (an aborted stream) is not recorded.
+ */
+const REPLIES = process.env.E2E_REPLIES;
+if (REPLIES) {
+  const plainFetch = globalThis.fetch;
+  const file = basename(process.argv[1] ?? '');
+  globalThis.fetch = async function judgedFetch(input, init) {
+    const res = await plainFetch(input, init);
+    const url = new URL(input instanceof Request ? input.url : String(input));
+    if (!url.href.startsWith(GATEWAY + '/v1/') || !res.body) return res;
+    const method = (init?.method ?? (input instanceof Request ? input.method : 'GET')).toUpperCase();
+    const [mine, theirs] = res.body.tee();
+    new Response(mine).text().then(
+      (body) => appendFileSync(REPLIES, JSON.stringify({
+        test: file, method, path: url.pathname, status: res.status, contentType: res.headers.get('content-type') ?? '', body,
+      }) + '\n'),
+      () => {}, // cut short by the client
+    );
+    return new Response(theirs, { status: res.status, statusText: res.statusText, headers: res.headers });
+  };
+}
 
 async function control(base, method, path, body) {
   const res = await fetch(base + path, {

@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
-# Runs the end-to-end suite: builds switchboard and the fake upstream, starts
-# them (and the desk's tools server) on free loopback ports with desk.yaml,
-# waits for /readyz, then runs the Node tests (node --test) that drive the
-# gateway through the official openai client. Exits non-zero on any failure;
-# always stops what it started.
+# Runs the end-to-end suite: builds switchboard, the fake upstream and the
+# Go judges (e2e/goclient, and openai-go's own test binary), starts the
+# fake upstream, the desk's tools server and two gateways on free loopback
+# ports (desk.yaml; sdk.yaml, whose graphs carry the model names
+# openai-go's generated tests ask for), waits for /readyz, then runs the
+# Node tests (node --test: the official openai Node client, and
+# CompatCanary's chat profile) and the Go suite (the official openai-go
+# client, openai-go's generated tests, and OpenAI's published schema over
+# every reply both suites read). Exits non-zero on any failure; always
+# stops what it started.
 #
 #   bash e2e/run.sh                 # from anywhere
 #   SWITCHBOARD_STORE_URL=redis://127.0.0.1:6379/0 bash e2e/run.sh
@@ -60,15 +65,22 @@ command -v node >/dev/null || { log "node is not on PATH"; exit 1; }
 if [[ -n ${E2E_BIN_DIR:-} ]]; then
   # Prebuilt by the caller (scripts/flake.sh builds once for many runs).
   log "using the binaries in $E2E_BIN_DIR"
-  ln -s "$E2E_BIN_DIR/switchboard" "$work/switchboard"
-  ln -s "$E2E_BIN_DIR/fakeupstream" "$work/fakeupstream"
+  for bin in switchboard fakeupstream goclient.test openai-go.test; do
+    ln -s "$E2E_BIN_DIR/$bin" "$work/$bin"
+  done
 else
   log "building binaries into $work"
   (cd "$root" && go build -o "$work/switchboard" ./cmd/switchboard \
               && go build -o "$work/fakeupstream" ./internal/fakeupstream/cmd/fakeupstream)
+  # The Go judges, each compiled once: openai-go is a large package, and
+  # its own test binary (built from the module zip) is larger still.
+  log "building the Go suite and openai-go's tests"
+  (cd "$here/goclient" && go vet . \
+              && go test -c -o "$work/goclient.test" . \
+              && go test -c -vet=off -o "$work/openai-go.test" github.com/openai/openai-go/v3)
 fi
 
-if [[ ! -d $here/node_modules/openai ]]; then
+if [[ ! -d $here/node_modules/openai || ! -d $here/node_modules/compatcanary ]]; then
   log "installing node dependencies (npm ci)"
   (cd "$here" && npm ci --no-audit --no-fund)
 fi
@@ -82,23 +94,43 @@ wait_file "${pids[1]}" "$work/tools.addr"
 export FAKE_URL="http://$(<"$work/fake.addr")"
 export TOOLS_URL="http://$(<"$work/tools.addr")"
 
-# A free port for the gateway: the kernel picks one, the probe releases it.
-port="$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')"
-export GATEWAY_URL="http://127.0.0.1:$port"
-"$work/switchboard" serve --config "$here/desk.yaml" --listen "127.0.0.1:$port" 2>"$work/gateway.log" &
-pids+=($!)
-ready=""
-for _ in $(seq 200); do
-  kill -0 "${pids[2]}" 2>/dev/null || { log "the gateway exited before it was ready"; exit 1; }
-  if node -e 'fetch(process.argv[1]).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))' "$GATEWAY_URL/readyz"; then
-    ready=1
-    break
-  fi
-  sleep 0.05
-done
-[[ -n $ready ]] || { log "the gateway was not ready on $GATEWAY_URL/readyz"; exit 1; }
-log "gateway $GATEWAY_URL, fake upstream $FAKE_URL, tools $TOOLS_URL"
+# start_gateway CONFIG: starts a gateway on a free port (the kernel picks
+# one, the probe releases it), waits for /readyz and writes its URL.
+start_gateway() {
+  local config=$1 port url pid
+  port="$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')"
+  url="http://127.0.0.1:$port"
+  "$work/switchboard" serve --config "$config" --listen "127.0.0.1:$port" 2>"$work/gateway-$(basename "$config" .yaml).log" &
+  pid=$!
+  pids+=("$pid")
+  for _ in $(seq 200); do
+    kill -0 "$pid" 2>/dev/null || { log "the gateway on $config exited before it was ready"; return 1; }
+    if node -e 'fetch(process.argv[1]).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))' "$url/readyz"; then
+      echo "$url"
+      return 0
+    fi
+    sleep 0.05
+  done
+  log "the gateway on $config was not ready on $url/readyz"
+  return 1
+}
+# Not in $(...), whose subshell would keep the pids from cleanup.
+start_gateway "$here/desk.yaml" >"$work/desk.url"
+start_gateway "$here/sdk.yaml" >"$work/sdk.url"
+export GATEWAY_URL="$(<"$work/desk.url")"
+export SDK_GATEWAY_URL="$(<"$work/sdk.url")"
+log "gateway $GATEWAY_URL (openai-go's tests: $SDK_GATEWAY_URL), fake upstream $FAKE_URL, tools $TOOLS_URL"
+
+# The Node suite records every reply it reads whole (helpers.mjs); the Go
+# suite has the published schema judge them.
+export E2E_REPLIES="$work/node-replies.jsonl"
+: >"$E2E_REPLIES"
+export OPENAI_GO_TEST_BIN="$work/openai-go.test"
 
 cd "$here"
+status=0
 # One file at a time: every test scripts the one shared fake upstream.
-node --test --test-reporter=spec --test-concurrency=1 --test-timeout=15000 ./*.test.mjs
+node --test --test-reporter=spec --test-concurrency=1 --test-timeout=15000 ./*.test.mjs || status=$?
+log "the Go suite: openai-go, its generated tests, the published schema"
+(cd "$here/goclient" && "$work/goclient.test" -test.v -test.count=1 -test.timeout=5m) || status=$?
+exit "$status"
