@@ -8,7 +8,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -190,5 +192,58 @@ func TestAuthorizationSchemeIsCaseInsensitive(t *testing.T) {
 	// A wrong method on a /v1 route tells nothing without a key.
 	if r := gw.Do(context.Background(), http.MethodPut, "/v1/models", nil, nil); r.Status != http.StatusUnauthorized {
 		t.Errorf("PUT /v1/models without a key: %d, want 401", r.Status)
+	}
+}
+
+func TestProviderSecretsReachNoClientOrLog(t *testing.T) {
+	// A hostile upstream: a 401 that echoes the Authorization header it got,
+	// a 500 that echoes the whole request, a connection reset.
+	const key = "sk-live-HardeningKey0042"
+	const prompt = "the launch code is 0000-1111-2222 please keep it"
+	var calls atomic.Int32
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		switch calls.Add(1) {
+		case 1:
+			w.WriteHeader(http.StatusUnauthorized)
+			fmt.Fprintf(w, `{"error":{"message":"invalid key, you sent Authorization: %s","type":"invalid_request_error"}}`, r.Header.Get("Authorization"))
+		case 2:
+			w.WriteHeader(http.StatusInternalServerError)
+			w.Write(body)
+		default:
+			conn, _, _ := http.NewResponseController(w).Hijack()
+			conn.(*net.TCPConn).SetLinger(0)
+			conn.Close()
+		}
+	}))
+	t.Cleanup(upstream.Close)
+	var logs syncBuffer
+	cfg := gwtest.Compile(t, `
+providers:
+  fake: {base_url: "${FAKE_URL}", api_key: "${KEY}", max_retries: 0}
+agents:
+  solo: {model: fake/m}
+graphs:
+  chat: {lead: solo}
+`, map[string]string{"FAKE_URL": upstream.URL, "KEY": key})
+	gw := gwtest.StartLogging(t, cfg, &logs)
+	for i, want := range []string{"status 401", "status 500", "connection"} {
+		r := gw.Chat(gwtest.User("chat", prompt), nil)
+		if r.Status != http.StatusBadGateway || !strings.Contains(string(r.Body), want) {
+			t.Errorf("call %d: %d %s, want 502 saying %q", i+1, r.Status, r.Body, want)
+		}
+		for _, secret := range []string{"HardeningKey0042", "0000-1111-2222", "127.0.0.1"} {
+			if strings.Contains(string(r.Body), secret) {
+				t.Errorf("call %d: the client was told %q: %s", i+1, secret, r.Body)
+			}
+		}
+	}
+	for _, secret := range []string{"HardeningKey0042", "0000-1111-2222"} {
+		if strings.Contains(logs.String(), secret) {
+			t.Errorf("the log holds %q:\n%s", secret, logs.String())
+		}
+	}
+	if !strings.Contains(logs.String(), "model call failed") {
+		t.Errorf("the failures were not logged:\n%s", logs.String())
 	}
 }

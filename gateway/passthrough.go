@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httputil"
@@ -13,6 +14,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/switchboard-ai/switchboard/graphs"
+	"github.com/switchboard-ai/switchboard/internal/redact"
 )
 
 // newProxies builds one reverse proxy per OpenAI-compatible provider, for
@@ -35,6 +37,8 @@ func newProxies(providers map[string]graphs.Provider, log *slog.Logger) map[stri
 				r.Out.URL.RawPath = ""
 				r.Out.Host = base.Host
 				r.Out.Header.Del("Authorization")
+				// Let the transport decompress, so an error body can be masked.
+				r.Out.Header.Del("Accept-Encoding")
 				if p.APIKey != "" {
 					r.Out.Header.Set("Authorization", "Bearer "+p.APIKey)
 				}
@@ -43,9 +47,13 @@ func newProxies(providers map[string]graphs.Provider, log *slog.Logger) map[stri
 				}
 			},
 			FlushInterval: -1,
+			// An error answer may echo the provider key the gateway sent.
+			ModifyResponse: func(resp *http.Response) error { return maskErrorBody(resp, p.APIKey) },
 			ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-				log.Warn("passthrough failed", "provider", p.Name, "err", err)
-				e := &Error{Status: http.StatusBadGateway, Code: codeUpstreamError, Message: "provider " + p.Name + ": " + err.Error()}
+				log.Warn("passthrough failed", "provider", p.Name, "err", redact.Secrets(redact.Known(err.Error(), p.APIKey)))
+				// The transport's error names addresses; the client is told
+				// only which provider failed.
+				e := &Error{Status: http.StatusBadGateway, Code: codeUpstreamError, Message: "provider " + p.Name + " unreachable or failed before answering"}
 				w.Header().Set("Content-Type", "application/json")
 				w.WriteHeader(e.Status)
 				_ = json.NewEncoder(w).Encode(e.body())
@@ -84,3 +92,25 @@ func (s *Server) passthrough(c *gin.Context, modelName string, body []byte) bool
 type readCloser struct{ *bytes.Reader }
 
 func (readCloser) Close() error { return nil }
+
+// maxMaskedBody bounds what is read of a passthrough error answer to mask
+// it; the rest is dropped.
+const maxMaskedBody = 64 << 10
+
+// maskErrorBody masks credentials in a non-2xx answer's body, which
+// providers sometimes fill with the request's headers.
+func maskErrorBody(resp *http.Response, key string) error {
+	if resp.StatusCode < 400 || resp.Header.Get("Content-Encoding") != "" {
+		return nil
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxMaskedBody))
+	_ = resp.Body.Close()
+	if err != nil {
+		return err
+	}
+	masked := redact.Secrets(redact.Known(string(b), key))
+	resp.Body = io.NopCloser(strings.NewReader(masked))
+	resp.ContentLength = int64(len(masked))
+	resp.Header.Set("Content-Length", strconv.Itoa(len(masked)))
+	return nil
+}

@@ -17,16 +17,16 @@ import (
 
 // Chat makes one call, retrying before the first byte of an answer.
 //
-// The provider's timeout bounds the whole of a non-streamed call, retries
-// included, and a stream until its response headers arrive; from then on
-// the idle timeout bounds each wait for the next chunk. Both work by
-// cancelling the call's context with a cause, which is how a provider
-// timeout is told from the caller going away.
+// The provider's timeout bounds the whole call, retries included, streamed
+// or not: a provider that trickles a delta every second forever is cut
+// there. Within a stream, the idle timeout also bounds each wait for the
+// next chunk. Both work by cancelling the call's context with a cause,
+// which is how a provider timeout is told from the caller going away.
 func (u *upstream) Chat(ctx context.Context, req *runtime.ChatRequest, onDelta func(string)) (*runtime.ChatResponse, error) {
 	oreq, patch := toOpenAI(req)
 	callCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	deadline := time.AfterFunc(u.timeout, func() { cancel(errFirstByteTimeout) })
+	deadline := time.AfterFunc(u.timeout, func() { cancel(errCallTimeout) })
 	defer deadline.Stop()
 	giveUp := time.Now().Add(u.timeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(giveUp) {
@@ -34,7 +34,8 @@ func (u *upstream) Chat(ctx context.Context, req *runtime.ChatRequest, onDelta f
 	}
 
 	for try := 0; ; try++ {
-		a := &attempt{client: u.httpc, headers: u.headers, patch: patch, bodies: &u.bodies, tracer: u.tracer}
+		a := &attempt{client: u.httpc, headers: u.headers, patch: patch, bodies: &u.bodies, tracer: u.tracer,
+			stream: req.Stream, maxBody: u.maxResponse, secrets: u.secrets}
 		cfg := openai.DefaultConfig(u.apiKey)
 		cfg.BaseURL = u.baseURL
 		cfg.HTTPClient = a
@@ -43,26 +44,26 @@ func (u *upstream) Chat(ctx context.Context, req *runtime.ChatRequest, onDelta f
 		var resp *runtime.ChatResponse
 		var err error
 		if req.Stream {
-			resp, err = u.stream(callCtx, cancel, client, a, oreq, onDelta, deadline)
+			resp, err = u.stream(callCtx, cancel, client, a, oreq, onDelta)
 		} else {
-			resp, err = u.complete(callCtx, client, oreq)
+			resp, err = u.complete(callCtx, client, a, oreq)
 		}
 		if err == nil {
 			return resp, nil
 		}
 		wait, ok := u.retryWait(try, a, err)
 		if !ok || callCtx.Err() != nil || time.Now().Add(wait).After(giveUp) {
-			return nil, u.classify(ctx, callCtx, err)
+			return nil, u.classify(ctx, callCtx, req, err)
 		}
 		u.log.LogAttrs(ctx, slog.LevelWarn, "provider call failed, retrying",
 			slog.String("provider", u.name), slog.String("model", req.Model.Model),
-			slog.Int("attempt", try+1), slog.Duration("wait", wait), slog.String("error", err.Error()))
+			slog.Int("attempt", try+1), slog.Duration("wait", wait), slog.String("error", u.classify(ctx, callCtx, req, err).Error()))
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
 		case <-callCtx.Done():
 			t.Stop()
-			return nil, u.classify(ctx, callCtx, err)
+			return nil, u.classify(ctx, callCtx, req, err)
 		}
 	}
 }
@@ -82,13 +83,16 @@ func (u *upstream) retryWait(try int, a *attempt, err error) (time.Duration, boo
 	return d/2 + rand.N(d/2+1), true // jitter spreads the retries of concurrent runs
 }
 
-// complete makes one non-streamed attempt.
-func (u *upstream) complete(ctx context.Context, client *openai.Client, oreq openai.ChatCompletionRequest) (*runtime.ChatResponse, error) {
-	resp, err := client.CreateChatCompletion(ctx, oreq)
-	if err != nil {
+// complete makes one non-streamed attempt. The answer is decoded by the
+// attempt as it arrives (attempt.decode), not by go-openai.
+func (u *upstream) complete(ctx context.Context, client *openai.Client, a *attempt, oreq openai.ChatCompletionRequest) (*runtime.ChatResponse, error) {
+	if _, err := client.CreateChatCompletion(ctx, oreq); err != nil {
 		return nil, err
 	}
-	out, err := fromOpenAI(&resp)
+	if a.answer == nil {
+		return nil, &answerError{"malformed answer: no body"}
+	}
+	out, err := fromOpenAI(a.answer)
 	if err != nil {
 		return nil, err
 	}
@@ -96,10 +100,10 @@ func (u *upstream) complete(ctx context.Context, client *openai.Client, oreq ope
 	return out, nil
 }
 
-// stream makes one streamed attempt. Once the stream is open, the first
-// byte deadline stops and the idle timer takes over.
+// stream makes one streamed attempt. Once the stream is open, the idle
+// timer bounds each wait for the next event, within the call's deadline.
 func (u *upstream) stream(ctx context.Context, cancel context.CancelCauseFunc, client *openai.Client, a *attempt,
-	oreq openai.ChatCompletionRequest, onDelta func(string), deadline *time.Timer) (*runtime.ChatResponse, error) {
+	oreq openai.ChatCompletionRequest, onDelta func(string)) (*runtime.ChatResponse, error) {
 	if _, err := client.CreateChatCompletionStream(ctx, oreq); err != nil {
 		return nil, err
 	}
@@ -107,7 +111,6 @@ func (u *upstream) stream(ctx context.Context, cancel context.CancelCauseFunc, c
 	// (eventReader), and closing the reader only closes the body. Kept, it
 	// held a 4 KB read buffer of its own for the whole stream.
 	defer a.body.Close()
-	deadline.Stop()
 	idle := time.AfterFunc(u.idle, func() { cancel(errStreamIdle) })
 	defer idle.Stop()
 

@@ -99,11 +99,11 @@ func TestNoRetryAfterFirstByte(t *testing.T) {
 		wantText   string
 	}{
 		{name: "stream dies after a delta", reply: fakeupstream.Reply{StreamChunks: []string{"half an ", "answer"}, Abort: true},
-			stream: true, wantDeltas: []string{"half an ", "answer"}, wantText: "unexpected EOF"},
+			stream: true, wantDeltas: []string{"half an ", "answer"}, wantText: "connection closed before the answer ended"},
 		{name: "stream error event", reply: fakeupstream.Reply{StreamChunks: []string{"so"}, StreamError: "model overloaded"},
 			stream: true, wantDeltas: []string{"so"}, wantText: "model overloaded"},
 		{name: "body cut after the headers", reply: fakeupstream.Reply{Text: "a complete answer", Abort: true},
-			wantText: "unexpected EOF"},
+			wantText: "connection closed before the answer ended"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -147,18 +147,27 @@ func TestProviderTimeout(t *testing.T) {
 	}
 }
 
-func TestProviderTimeoutDoesNotCutALiveStream(t *testing.T) {
-	// Each chunk comes later than the provider timeout after the call
-	// started, but the stream is alive, so the call succeeds.
-	s := fakeupstream.New(t, fakeupstream.Reply{StreamChunks: []string{"slow ", "but ", "steady"}, ChunkDelay: 40 * time.Millisecond})
-	r := newTestRegistry(t, s, fastOptions(), func(p *graphs.Provider) { p.Timeout = 60 * time.Millisecond })
-	resp, err := r.Chat(t.Context(), userRequest("hi", true), nil)
-	if err != nil {
-		t.Fatal(err)
+func TestProviderTimeoutBoundsAWholeStream(t *testing.T) {
+	// A stream that never stalls long enough for the idle timeout but never
+	// ends either (issue 23: a delta every 0.5s forever held the session)
+	// fails at the provider's timeout, which spans the whole call.
+	chunks := make([]string, 200)
+	for i := range chunks {
+		chunks[i] = "tick "
 	}
-	if resp.Message.Content != "slow but steady" {
-		t.Errorf("content %q", resp.Message.Content)
+	s := fakeupstream.New(t, fakeupstream.Reply{StreamChunks: chunks, ChunkDelay: 20 * time.Millisecond})
+	opts := fastOptions()
+	opts.IdleStreamTimeout = time.Minute
+	r := newTestRegistry(t, s, opts, func(p *graphs.Provider) { p.Timeout = 300 * time.Millisecond })
+	var d deltas
+	_, err := r.Chat(t.Context(), userRequest("hi", true), d.add)
+	if !errors.Is(err, runtime.ErrUpstreamTimeout) || !strings.Contains(err.Error(), "provider fake: no complete answer within 300ms") {
+		t.Fatalf("err = %v, want ErrUpstreamTimeout for a stream longer than the timeout", err)
 	}
+	if len(d.got) == 0 || len(d.got) == len(chunks) {
+		t.Errorf("%d deltas before the timeout, want some and not all", len(d.got))
+	}
+	waitCanceled(t, s.Requests()[0])
 }
 
 func TestIdleStreamTimeout(t *testing.T) {

@@ -6,12 +6,14 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/switchboard-ai/switchboard/graphs"
+	"github.com/switchboard-ai/switchboard/internal/redact"
 	"github.com/switchboard-ai/switchboard/runtime"
 )
 
@@ -38,6 +40,10 @@ type Options struct {
 	// IdleStreamTimeout fails a stream that sends nothing for this long
 	// with runtime.ErrUpstreamTimeout. Default 60s.
 	IdleStreamTimeout time.Duration
+	// CaptureContent lets a provider's error text that quotes the request
+	// through (telemetry.capture_content). Default false: such a text is
+	// withheld, since it would put prompts in logs, spans and errors.
+	CaptureContent bool
 }
 
 // withDefaults returns o with its defaults applied.
@@ -141,6 +147,13 @@ type upstream struct {
 	tracer     trace.Tracer
 	log        *slog.Logger
 	bodies     bodyBuffers
+	// maxResponse bounds an answer's body (max_response_bytes).
+	maxResponse int64
+	// secrets are the provider's key and secret header values, masked
+	// wherever an error or a span would show them.
+	secrets []string
+	// capture lets an error text that quotes the request through.
+	capture bool
 }
 
 // newUpstream checks p and builds its client.
@@ -163,17 +176,30 @@ func newUpstream(name string, p graphs.Provider, opts Options, tracer trace.Trac
 	if p.StreamIdleTimeout > 0 {
 		idle = p.StreamIdleTimeout
 	}
+	maxResponse := p.MaxResponseBytes
+	if maxResponse <= 0 {
+		maxResponse = DefaultMaxResponseBytes
+	}
+	secrets := []string{p.APIKey}
+	for k, v := range p.Headers {
+		if redact.SecretName(k) {
+			secrets = append(secrets, v, strings.TrimSpace(strings.TrimPrefix(v, "Bearer ")))
+		}
+	}
 	tr := newTransport(timeout)
 	return &upstream{
-		name:       name,
-		baseURL:    p.BaseURL,
-		apiKey:     p.APIKey,
-		headers:    p.Headers,
-		timeout:    timeout,
-		idle:       idle,
-		maxRetries: retries,
-		baseDelay:  opts.RetryBaseDelay,
-		transport:  tr,
+		maxResponse: maxResponse,
+		secrets:     secrets,
+		capture:     opts.CaptureContent,
+		name:        name,
+		baseURL:     p.BaseURL,
+		apiKey:      p.APIKey,
+		headers:     p.Headers,
+		timeout:     timeout,
+		idle:        idle,
+		maxRetries:  retries,
+		baseDelay:   opts.RetryBaseDelay,
+		transport:   tr,
 		// No client timeout: it would cut long streams. The call's
 		// context bounds each call instead.
 		httpc:  &http.Client{Transport: propagator{next: tr, prop: opts.Propagator}},

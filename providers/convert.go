@@ -3,7 +3,6 @@ package providers
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"strings"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -100,7 +99,7 @@ func applyParams(out *openai.ChatCompletionRequest, p *runtime.Params, hasTools 
 // fromOpenAI converts a non-streamed answer.
 func fromOpenAI(resp *openai.ChatCompletionResponse) (*runtime.ChatResponse, error) {
 	if len(resp.Choices) == 0 {
-		return nil, fmt.Errorf("answer has no choices")
+		return nil, &answerError{"malformed answer: no choices"}
 	}
 	c := resp.Choices[0]
 	msg := runtime.Message{Role: runtime.RoleAssistant, Content: c.Message.Content}

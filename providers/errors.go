@@ -2,6 +2,8 @@ package providers
 
 import (
 	"context"
+	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,15 +13,22 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/switchboard-ai/switchboard/internal/redact"
 	"github.com/switchboard-ai/switchboard/runtime"
 )
 
 // Error is a provider failure. It wraps runtime.ErrUpstreamTimeout when the
 // provider did not answer in time and runtime.ErrUpstream otherwise, so
 // callers branch with errors.Is; errors.As gives the provider's status.
+//
+// Its text reaches clients, logs and spans, so it never holds what the
+// network error underneath says (addresses, ports: see describe), any
+// credential (masked), or the provider's echo of the prompt when content
+// capture is off (withheld); see scrub.
 type Error struct {
 	// Provider is the provider's name.
 	Provider string
@@ -31,12 +40,18 @@ type Error struct {
 
 	kind  error // runtime.ErrUpstream or runtime.ErrUpstreamTimeout
 	cause error
+	// unreachable reads "provider openai unreachable (...)".
+	unreachable bool
 }
 
-// Error reads like `provider openai: status 500: boom`.
+// Error reads like `provider openai: status 500: boom`, or `provider openai
+// unreachable (connection refused)`.
 func (e *Error) Error() string {
-	if e.StatusCode != 0 {
+	switch {
+	case e.StatusCode != 0:
 		return fmt.Sprintf("provider %s: status %d: %s", e.Provider, e.StatusCode, e.Message)
+	case e.unreachable:
+		return fmt.Sprintf("provider %s %s", e.Provider, e.Message)
 	}
 	return fmt.Sprintf("provider %s: %s", e.Provider, e.Message)
 }
@@ -53,13 +68,13 @@ func (e *Error) Unwrap() []error {
 // Causes a call's context is cancelled with, to tell a provider timeout
 // from the caller going away.
 var (
-	errFirstByteTimeout = errors.New("no answer in time")
-	errStreamIdle       = errors.New("stream idle")
+	errCallTimeout = errors.New("call timed out")
+	errStreamIdle  = errors.New("stream idle")
 )
 
 // classify turns a failed call into the error runtime.Model promises: the
 // caller's ctx.Err() when the caller went away, else an *Error.
-func (u *upstream) classify(ctx, callCtx context.Context, err error) error {
+func (u *upstream) classify(ctx, callCtx context.Context, req *runtime.ChatRequest, err error) error {
 	if cerr := ctx.Err(); cerr != nil {
 		if errors.Is(cerr, context.DeadlineExceeded) {
 			// The caller's own deadline passed while the provider worked:
@@ -69,21 +84,114 @@ func (u *upstream) classify(ctx, callCtx context.Context, err error) error {
 		return fmt.Errorf("provider %s: %w", u.name, cerr)
 	}
 	switch context.Cause(callCtx) {
-	case errFirstByteTimeout:
+	case errCallTimeout:
 		return &Error{Provider: u.name, kind: runtime.ErrUpstreamTimeout, cause: err,
-			Message: fmt.Sprintf("no answer within %s", u.timeout)}
+			Message: fmt.Sprintf("no complete answer within %s", u.timeout)}
 	case errStreamIdle:
 		return &Error{Provider: u.name, kind: runtime.ErrUpstreamTimeout, cause: err,
 			Message: fmt.Sprintf("stream idle for %s", u.idle)}
 	}
 	if status, msg, ok := apiStatus(err); ok {
-		return &Error{Provider: u.name, StatusCode: status, Message: msg, kind: runtime.ErrUpstream, cause: err}
+		return &Error{Provider: u.name, StatusCode: status, Message: u.scrub(msg, req), kind: runtime.ErrUpstream, cause: err}
 	}
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		return &Error{Provider: u.name, Message: err.Error(), kind: runtime.ErrUpstreamTimeout, cause: err}
+	var apiErr *openai.APIError
+	if errors.As(err, &apiErr) {
+		// An error event in a stream that had started.
+		return &Error{Provider: u.name, Message: "stream error: " + u.scrub(apiErr.Message, req), kind: runtime.ErrUpstream, cause: err}
 	}
-	return &Error{Provider: u.name, Message: err.Error(), kind: runtime.ErrUpstream, cause: err}
+	e := describe(err)
+	e.Provider, e.cause = u.name, err
+	return e
+}
+
+// describe says what kind of failure err is, in words that name no
+// address: net errors print both ends of the connection, which a client
+// must not see (and a log gains nothing from).
+func describe(err error) *Error {
+	up := func(msg string) *Error { return &Error{Message: msg, kind: runtime.ErrUpstream} }
+	unreachable := func(why string) *Error {
+		return &Error{Message: "unreachable (" + why + ")", kind: runtime.ErrUpstream, unreachable: true}
+	}
+	var (
+		dnsErr  *net.DNSError
+		opErr   *net.OpError
+		netErr  net.Error
+		certErr *tls.CertificateVerificationError
+		recErr  tls.RecordHeaderError
+		synErr  *json.SyntaxError
+		typErr  *json.UnmarshalTypeError
+		ours    *answerError
+	)
+	switch {
+	case errors.Is(err, errTooLarge), errors.As(err, &ours):
+		return up(err.Error()) // our own words
+	case errors.Is(err, openai.ErrTooManyEmptyStreamMessages):
+		return up("malformed stream: too many lines that are not events")
+	case errors.As(err, &dnsErr):
+		return unreachable("name not resolved")
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return unreachable("connection refused")
+	case errors.As(err, &certErr), errors.As(err, &recErr):
+		return unreachable("TLS handshake failed")
+	case errors.As(err, &opErr) && opErr.Op == "dial":
+		return unreachable("cannot connect")
+	case errors.As(err, &netErr) && netErr.Timeout():
+		return &Error{Message: "timed out", kind: runtime.ErrUpstreamTimeout}
+	case errors.Is(err, syscall.ECONNRESET):
+		return up("connection reset before the answer ended")
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return up("connection closed before the answer ended")
+	case errors.As(err, &synErr), errors.As(err, &typErr):
+		return up("malformed answer: not a chat completion")
+	}
+	return up("request failed")
+}
+
+// answerError is an answer that makes no sense; its text is the gateway's
+// own and safe to show.
+type answerError struct{ msg string }
+
+func (e *answerError) Error() string { return e.msg }
+
+// maxErrorText bounds the provider's text shown in an error.
+const maxErrorText = 300
+
+// scrub makes a provider's error text fit to show: credentials masked (the
+// provider's own key and secret headers wherever they appear, and anything
+// shaped like one), an echo of the request withheld unless content capture
+// is on, and the text cut to maxErrorText.
+func (u *upstream) scrub(msg string, req *runtime.ChatRequest) string {
+	msg = redact.Secrets(redact.Known(msg, u.secrets...))
+	if !u.capture && req != nil && redact.Echoes(msg, promptTexts(req)) {
+		return "the provider's error text quotes the request, so it is withheld (telemetry.capture_content is off)"
+	}
+	if len(msg) > maxErrorText {
+		cut := maxErrorText
+		for cut > 0 && !utf8.RuneStart(msg[cut]) {
+			cut--
+		}
+		msg = msg[:cut] + "..."
+	}
+	return msg
+}
+
+// promptTexts yields the text of every message of a call.
+func promptTexts(req *runtime.ChatRequest) func(yield func(string) bool) {
+	return func(yield func(string) bool) {
+		for _, run := range req.Messages {
+			for i := range run {
+				m := &run[i]
+				if m.Content != "" && !yield(m.Content) {
+					return
+				}
+				for _, c := range m.ToolCalls {
+					if c.Function.Arguments != "" && !yield(c.Function.Arguments) {
+						return
+					}
+				}
+			}
+		}
+	}
 }
 
 // apiStatus extracts the HTTP status and message of an error answer.
@@ -95,9 +203,6 @@ func apiStatus(err error) (int, string, bool) {
 	var reqErr *openai.RequestError
 	if errors.As(err, &reqErr) && reqErr.HTTPStatusCode != 0 {
 		msg := strings.TrimSpace(string(reqErr.Body))
-		if len(msg) > 300 {
-			msg = msg[:300] + "..."
-		}
 		if msg == "" {
 			msg = http.StatusText(reqErr.HTTPStatusCode)
 		}

@@ -92,6 +92,11 @@ func (e *eventReader) line() ([]byte, error) {
 	}
 	e.long = append(e.long[:0], line...)
 	for errors.Is(err, bufio.ErrBufferFull) {
+		if len(e.long) > maxLineBytes {
+			// An event is a delta; a line this long is an upstream gone
+			// wrong, and reading on would hold all of it.
+			return nil, fmt.Errorf("%w (an event line over %d bytes)", errTooLarge, maxLineBytes)
+		}
 		line, err = e.r.ReadSlice('\n')
 		e.long = append(e.long, line...)
 	}

@@ -1,7 +1,6 @@
 package providers
 
 import (
-	"errors"
 	"slices"
 	"strings"
 
@@ -99,10 +98,10 @@ func (s *streamAcc) addCall(tc openai.ToolCall) {
 }
 
 // errEmptyStream is a stream that ended before saying anything.
-var errEmptyStream = errors.New("stream ended without an answer")
+var errEmptyStream error = &answerError{"stream ended without an answer"}
 
 // errTruncatedStream is a stream that ended without a finish reason.
-var errTruncatedStream = errors.New("stream ended without a finish reason")
+var errTruncatedStream error = &answerError{"stream ended without a finish reason"}
 
 // result builds the assembled answer.
 func (s *streamAcc) result() (*runtime.ChatResponse, error) {

@@ -9,10 +9,13 @@ import (
 	"sync"
 	"time"
 
+	openai "github.com/sashabaranov/go-openai"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/switchboard-ai/switchboard/internal/redact"
 )
 
 // newTransport returns the one pooled transport of a provider: many idle
@@ -74,6 +77,13 @@ type attempt struct {
 	patch   *bodyPatch   // nil: the body is sent as go-openai built it
 	bodies  *bodyBuffers // where patched bodies are built
 	tracer  trace.Tracer // nil: no span
+	// stream tells a streamed call, whose body the event reader reads,
+	// from a non-streamed one, whose body decode reads here.
+	stream bool
+	// maxBody bounds an answer's body (max_response_bytes).
+	maxBody int64
+	// secrets are masked in what a span records.
+	secrets []string
 
 	// opened is set once a 2xx answer's headers arrived: from then on the
 	// call is never retried.
@@ -82,6 +92,8 @@ type attempt struct {
 	header http.Header
 	// body is the last answer's body.
 	body io.ReadCloser
+	// answer is a non-streamed call's decoded answer.
+	answer *openai.ChatCompletionResponse
 }
 
 // Do sends one request.
@@ -113,14 +125,27 @@ func (a *attempt) Do(req *http.Request) (*http.Response, error) {
 	resp, err := a.client.Do(req)
 	if err != nil {
 		if span != nil {
-			span.RecordError(err)
-			span.SetStatus(codes.Error, err.Error())
-			span.End()
+			a.endSpan(span, err)
 		}
 		return nil, err
 	}
-	a.header, a.body = resp.Header, resp.Body
+	a.header = resp.Header
 	a.opened = resp.StatusCode >= 200 && resp.StatusCode < 300
+	switch {
+	case !a.opened:
+		// go-openai reads an error body whole; only its start is shown.
+		resp.Body = capBody(resp.Body, maxErrorBody)
+	case a.stream:
+		resp.Body = limitBody(resp.Body, a.maxBody)
+	default:
+		if err := a.decode(resp); err != nil {
+			if span != nil {
+				a.endSpan(span, err)
+			}
+			return nil, err
+		}
+	}
+	a.body = resp.Body
 	if span != nil {
 		span.SetAttributes(attribute.Int("http.response.status_code", resp.StatusCode))
 		if !a.opened {
@@ -135,6 +160,15 @@ func (a *attempt) Do(req *http.Request) (*http.Response, error) {
 		a.body = resp.Body
 	}
 	return resp, nil
+}
+
+// endSpan ends a failed attempt's span. A transport error names the
+// provider's address, fine for a trace, but never a credential.
+func (a *attempt) endSpan(span trace.Span, err error) {
+	msg := redact.Secrets(redact.Known(err.Error(), a.secrets...))
+	span.RecordError(errors.New(msg))
+	span.SetStatus(codes.Error, msg)
+	span.End()
 }
 
 // drainLimit and drainWait bound what drain reads and how long a stream

@@ -122,6 +122,7 @@ func (a *App) newGeneration(cfg *graphs.Set) (*generation, error) {
 		TracerProvider: a.tracing.Provider,
 		Propagator:     a.tracing.Propagator,
 		Logger:         a.log,
+		CaptureContent: cfg.Telemetry.CaptureContent,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("set up providers: %w", err)
