@@ -1,0 +1,183 @@
+// End-to-end tests of POST /v1/responses (CONTRACT 10) with the official
+// openai client's responses.create, responses.stream, retrieve and delete:
+// a client nobody here wrote reads what the gateway sends.
+import { test, beforeEach } from 'node:test';
+import assert from 'node:assert/strict';
+import OpenAI from 'openai';
+
+import { GATEWAY, fake, reset, client, sessionId, assertWellFormed } from './helpers.mjs';
+
+beforeEach(reset);
+
+const weatherTool = {
+  type: 'function',
+  name: 'get_weather',
+  description: 'Current weather in a city',
+  parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'], additionalProperties: false },
+  strict: true,
+};
+
+const handoff = (id) => ({ tool_calls: [{ id, name: 'transfer_to_billing', arguments: { reason: 'double charge' } }] });
+
+/** texts lists the user and assistant texts an upstream request carried. */
+function texts(req) {
+  return req.body.messages
+    .filter((m) => (m.role === 'user' || m.role === 'assistant') && typeof m.content === 'string' && m.content)
+    .map((m) => `${m.role}:${m.content}`);
+}
+
+test('responses.create: a handoff, output_text, usage and metadata; retrieve returns it', async () => {
+  await fake.script(handoff('c1'), { text: 'Billing here: one charge is refunded.' });
+  const oa = client();
+  const r = await oa.responses.create({ model: 'support', input: 'I was charged twice', metadata: { plan: 'basic' } });
+  assert.match(r.id, /^resp_[0-9a-f]{48}$/);
+  assert.equal(r.object, 'response');
+  assert.equal(r.status, 'completed');
+  assert.equal(r.model, 'support');
+  assert.equal(r.output_text, 'Billing here: one charge is refunded.');
+  assert.deepEqual(r.output.map((o) => o.type), ['message'], 'handoffs are not output items without include');
+  assert.equal(r.metadata.agentName, 'billing');
+  assert.equal(r.metadata.plan, 'basic');
+  assert.match(r.metadata.sessionId, /^sess_/);
+  assert.deepEqual(r.usage, {
+    input_tokens: 20, output_tokens: 10, total_tokens: 30,
+    input_tokens_details: { cached_tokens: 0, cache_write_tokens: 0 }, output_tokens_details: { reasoning_tokens: 0 },
+  });
+
+  const again = await oa.responses.retrieve(r.id);
+  assert.deepEqual(again, r);
+  assertWellFormed(await fake.requests());
+});
+
+test('responses.stream: the standard event sequence, final response and output_text', async () => {
+  await fake.script(handoff('c1'), { stream_chunks: ['Your ', 'refund ', 'is on its way.'] });
+  const stream = client().responses.stream({ model: 'support', input: 'I was charged twice' });
+  const types = [];
+  const deltas = [];
+  for await (const ev of stream) {
+    types.push(ev.type);
+    if (ev.type === 'response.output_text.delta') deltas.push(ev.delta);
+  }
+  const final = await stream.finalResponse();
+  assert.equal(types[0], 'response.created');
+  assert.equal(types[1], 'response.in_progress');
+  assert.equal(types.at(-1), 'response.completed');
+  for (const t of ['response.output_item.added', 'response.content_part.added', 'response.output_text.done',
+    'response.content_part.done', 'response.output_item.done']) {
+    assert.ok(types.includes(t), `no ${t} in ${types}`);
+  }
+  assert.equal(deltas.join(''), 'Your refund is on its way.');
+  assert.equal(final.status, 'completed');
+  assert.equal(final.output_text, 'Your refund is on its way.');
+  assert.equal(final.metadata.agentName, 'billing');
+});
+
+test('previous_response_id continues the session from the latest response and forks from an older one', async () => {
+  await fake.script(
+    handoff('c1'), { text: 'Billing here.' },
+    { text: 'The invoice is on its way.' },
+    { text: 'A refund, then.' },
+  );
+  const oa = client();
+  const r1 = await oa.responses.create({ model: 'support', input: 'I was charged twice' });
+  const r2 = await oa.responses.create({ model: 'support', input: 'and the invoice?', previous_response_id: r1.id });
+  assert.equal(r2.metadata.sessionId, r1.metadata.sessionId, 'the latest response did not continue its session');
+  assert.equal(r2.metadata.agentName, 'billing');
+  assert.equal(r2.previous_response_id, r1.id);
+
+  const before = await (await fetch(`${GATEWAY}/v1/sessions/${r1.metadata.sessionId}`)).json();
+  const r3 = await oa.responses.create({ model: 'support', input: 'refund me instead', previous_response_id: r1.id });
+  assert.notEqual(r3.metadata.sessionId, r1.metadata.sessionId, 'an older response did not fork');
+  assert.equal(r3.output_text, 'A refund, then.');
+  const after = await (await fetch(`${GATEWAY}/v1/sessions/${r1.metadata.sessionId}`)).json();
+  assert.deepEqual(after, before, 'the fork changed the original session');
+
+  const reqs = await fake.requests();
+  assert.deepEqual(texts(reqs[2]), ['user:I was charged twice', 'assistant:Billing here.', 'user:and the invoice?']);
+  assert.deepEqual(texts(reqs[3]), ['user:I was charged twice', 'assistant:Billing here.', 'user:refund me instead']);
+  assertWellFormed(reqs);
+});
+
+test('client tools: a function_call item, then function_call_output with previous_response_id', async () => {
+  await fake.script(
+    { tool_calls: [{ id: 'w1', name: 'get_weather', arguments: { city: 'Oslo' } }] },
+    { text: 'Sunny in Oslo.' },
+  );
+  const oa = client();
+  const stream = oa.responses.stream({ model: 'support', input: 'weather in Oslo?', tools: [weatherTool] });
+  const final = await stream.finalResponse();
+  assert.equal(final.output.length, 1);
+  const call = final.output[0];
+  assert.equal(call.type, 'function_call');
+  assert.equal(call.name, 'get_weather');
+  assert.equal(call.call_id, 'w1');
+  assert.deepEqual(JSON.parse(call.arguments), { city: 'Oslo' });
+  assert.equal(call.status, 'completed');
+
+  const r2 = await oa.responses.create({
+    model: 'support', previous_response_id: final.id, tools: [weatherTool],
+    input: [{ type: 'function_call_output', call_id: call.call_id, output: JSON.stringify({ sky: 'sunny' }) }],
+  });
+  assert.equal(r2.output_text, 'Sunny in Oslo.');
+  const reqs = await fake.requests();
+  assert.deepEqual(reqs[0].body.tools.map((t) => t.function.name).at(-1), 'get_weather');
+  const result = reqs[1].body.messages.find((m) => m.role === 'tool');
+  assert.deepEqual({ id: result.tool_call_id, content: result.content }, { id: 'w1', content: '{"sky":"sunny"}' });
+  assertWellFormed(reqs);
+});
+
+test('include switchboard:handoffs: handoff items and switchboard:handoff events, opt-in', async () => {
+  await fake.script(handoff('c1'), { text: 'a' }, handoff('c2'), { stream_chunks: ['b'] });
+  const oa = client();
+  const r = await oa.responses.create({ model: 'support', input: 'x', include: ['switchboard:handoffs'] });
+  assert.deepEqual(r.output.map((o) => o.type), ['switchboard:handoff', 'message']);
+  assert.deepEqual({ from: r.output[0].from, to: r.output[0].to, status: r.output[0].status }, { from: 'triage', to: 'billing', status: 'completed' });
+
+  // The raw stream (responses.stream() refuses event types it does not know).
+  const events = await oa.responses.create({ model: 'support', input: 'x', include: ['switchboard:handoffs'], stream: true });
+  const seen = [];
+  for await (const ev of events) seen.push(ev);
+  const h = seen.find((e) => e.type === 'switchboard:handoff');
+  assert.deepEqual({ from: h.from, to: h.to, toolCallId: h.toolCallId }, { from: 'triage', to: 'billing', toolCallId: 'c2' });
+  seen.forEach((e, i) => assert.equal(e.sequence_number, i));
+  assert.equal(seen.at(-1).response.output[0].type, 'switchboard:handoff');
+});
+
+test('delete forgets a response (its session stays); unknown ids are NotFoundError response_not_found', async () => {
+  await fake.script({ text: 'hello' });
+  const oa = client();
+  const r = await oa.responses.create({ model: 'support', input: 'hi' });
+  await oa.responses.delete(r.id);
+  for (const p of [
+    oa.responses.retrieve(r.id),
+    oa.responses.create({ model: 'support', input: 'again', previous_response_id: r.id }),
+  ]) {
+    await assert.rejects(p, (err) => {
+      assert.ok(err instanceof OpenAI.NotFoundError, `want NotFoundError, got ${err}`);
+      assert.equal(err.code, 'response_not_found');
+      return true;
+    });
+  }
+  assert.equal((await fetch(`${GATEWAY}/v1/sessions/${r.metadata.sessionId}`)).status, 200);
+});
+
+test('a session header that names another session than previous_response_id is BadRequestError', async () => {
+  await fake.script({ text: 'one' });
+  const oa = client();
+  const id = sessionId('responses');
+  const r = await oa.responses.create({ model: 'support', input: 'hi' }, { headers: { 'X-Session-Id': id } });
+  assert.equal(r.metadata.sessionId, id);
+  await assert.rejects(
+    oa.responses.create({ model: 'support', input: 'x', previous_response_id: r.id }, { headers: { 'X-Session-Id': `${id}-other` } }),
+    (err) => err instanceof OpenAI.BadRequestError && err.code === 'invalid_request',
+  );
+});
+
+test('store: false keeps nothing', async () => {
+  await fake.script({ text: 'not kept' });
+  const oa = client();
+  const r = await oa.responses.create({ model: 'support', input: 'hi', store: false });
+  assert.equal(r.store, false);
+  assert.equal(r.metadata.sessionId, '');
+  await assert.rejects(oa.responses.retrieve(r.id), OpenAI.NotFoundError);
+});
