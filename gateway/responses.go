@@ -183,12 +183,15 @@ func (call *responsesCall) run(sessionID string) {
 }
 
 // runOrFork runs rreq. When it continues from a point its session has moved
-// past (or a temporary session), the session is first forked from that
-// point into a new one, and the run goes on there.
+// past, or is moving past (another run holds it), or when it runs on a
+// temporary session, the session is first forked from that point into a
+// new one, and the run goes on there.
 func (call *responsesCall) runOrFork(ctx context.Context, rreq *runtime.Request, emit func(runtime.Event)) (*runtime.Result, error) {
 	if !call.temporary {
 		res, err := call.s.opts.Runner.Run(ctx, rreq, emit)
-		if !errors.Is(err, runtime.ErrMoved) {
+		// A session another run holds is moving past the point too.
+		moved := errors.Is(err, runtime.ErrMoved) || rreq.At != nil && errors.Is(err, runtime.ErrBusy)
+		if !moved {
 			return res, err
 		}
 		rreq.At, rreq.SessionID = nil, newSessionID()

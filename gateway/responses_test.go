@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -501,5 +502,33 @@ func TestResponsesToolChoice(t *testing.T) {
 		input("x", "tool_choice", map[string]any{"type": "function", "name": "no_such_tool"}), nil)
 	if bad.Status != http.StatusBadRequest || !strings.Contains(string(bad.Body), `"param":"tool_choice"`) {
 		t.Errorf("unknown tool_choice: %d %s", bad.Status, bad.Body)
+	}
+}
+
+// Two requests continuing the same response: one goes on in the session,
+// the other forks, even while the first still holds the session.
+func TestResponsesConcurrentContinuations(t *testing.T) {
+	gw, fake := sessionDesk(t, "memory://", fakeupstream.Reply{Text: "one"})
+	r1 := create(t, gw, input("first"), nil)
+	fake.Push(fakeupstream.Reply{Text: "slow", Delay: 2 * time.Second}, fakeupstream.Reply{Text: "quick"})
+	var first *respBody
+	done := make(chan struct{})
+	go func() {
+		defer close(done) // also when create fails the test and ends this goroutine
+		first = create(t, gw, input("second", "previous_response_id", r1.ID), nil)
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := fake.WaitRequests(ctx, 2); err != nil {
+		t.Fatalf("the first continuation did not reach the upstream: %v", err)
+	}
+	quick := create(t, gw, input("third", "previous_response_id", r1.ID), nil)
+	<-done
+	if first == nil {
+		t.FailNow()
+	}
+	if first.Metadata["sessionId"] != r1.Metadata["sessionId"] || quick.Metadata["sessionId"] == r1.Metadata["sessionId"] || quick.text() != "quick" {
+		t.Errorf("r1 %s, continuations %s (%q) and %s (%q)", r1.Metadata["sessionId"], first.Metadata["sessionId"], first.text(),
+			quick.Metadata["sessionId"], quick.text())
 	}
 }
