@@ -9,20 +9,37 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/switchboard-ai/switchboard/internal/openapicheck"
 )
 
 // client talks to gateways under test. Unlike gwtest it never calls
 // t.Fatal, so load goroutines may use it: failures come back as values.
 type client struct {
 	http *http.Client
+	// check has OpenAI's published schema judge every whole answer; what
+	// it refuses is collected and fails the test when it ends, so that no
+	// fault a test tolerates can hide it.
+	check   *openapicheck.Checker
+	mu      sync.Mutex
+	refused []string
 }
 
 func newClient(t *testing.T) *client {
 	tr := &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 128, IdleConnTimeout: 5 * time.Second}
 	t.Cleanup(tr.CloseIdleConnections)
-	return &client{http: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
+	c := &client{http: &http.Client{Transport: tr, Timeout: 30 * time.Second}, check: openapicheck.ForTest(t)}
+	t.Cleanup(func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for _, r := range c.refused {
+			t.Errorf("the published OpenAI schema refuses an answer: %s", r)
+		}
+	})
+	return c
 }
 
 // attempt is one chat request of a session, as its client saw it.
@@ -97,6 +114,13 @@ func (c *client) do(ctx context.Context, method, url, sessionID, body string) (i
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return resp.StatusCode, nil, fmt.Errorf("read answer: %w", err)
+	}
+	if c.check != nil {
+		if _, err := c.check.CheckReply(method, req.URL.Path, resp.StatusCode, resp.Header.Get("Content-Type"), b); err != nil {
+			c.mu.Lock()
+			c.refused = append(c.refused, fmt.Sprintf("%s %s: %v", method, req.URL.Path, err))
+			c.mu.Unlock()
+		}
 	}
 	return resp.StatusCode, b, nil
 }

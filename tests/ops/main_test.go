@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-ai/switchboard/internal/openapicheck"
 	"github.com/switchboard-ai/switchboard/internal/testenv"
 )
 
@@ -232,6 +233,10 @@ func do(ctx context.Context, t *testing.T, method, url, key string, body any) re
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
 		t.Errorf("%s %s: read: %v", method, url, err)
+	} else if c := openapicheck.ForTest(t); c != nil {
+		if _, err := c.CheckReply(method, req.URL.Path, resp.StatusCode, resp.Header.Get("Content-Type"), b); err != nil {
+			t.Errorf("%s %s: the published OpenAI schema refuses the answer: %v", method, url, err)
+		}
 	}
 	return reply{Status: resp.StatusCode, Header: resp.Header, Body: b}
 }
