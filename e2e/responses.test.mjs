@@ -3,6 +3,9 @@
 // a client nobody here wrote reads what the gateway sends.
 import { test, beforeEach } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
 
 import { GATEWAY, fake, reset, client, sessionId, assertWellFormed } from './helpers.mjs';
@@ -180,4 +183,46 @@ test('store: false keeps nothing', async () => {
   assert.equal(r.store, false);
   assert.equal(r.metadata.sessionId, '');
   await assert.rejects(oa.responses.retrieve(r.id), OpenAI.NotFoundError);
+});
+
+test('CompatCanary 0.2.2, modern profile (chat and Responses probes): every probe passes', { timeout: 60_000 }, async () => {
+  const home = new URL('./node_modules/compatcanary/', import.meta.url);
+  const pkg = JSON.parse(readFileSync(new URL('package.json', home), 'utf8'));
+  assert.equal(pkg.version, '0.2.2');
+  // Each probe's answer, in CompatCanary's order (models.list makes no model call).
+  await fake.script(
+    { text: 'CANARY_OK' }, // chat.basic
+    { stream_chunks: ['CANARY', '_OK'] }, // chat.streaming
+    { tool_calls: [{ id: 'call_canary', name: 'compatcanary_echo', arguments: { value: 'CANARY_OK' } }] }, // chat.tool_call
+    { text: '{"status":"ok"}' }, // chat.structured_output
+    { text: 'CANARY_OK' }, // responses.basic
+    { stream_chunks: ['CANARY', '_OK'] }, // responses.streaming
+  );
+  const env = { ...process.env };
+  for (const k of ['OPENAI_BASE_URL', 'OPENAI_MODEL', 'OPENAI_API_KEY', 'COMPATCANARY_PROFILE']) delete env[k];
+  const args = ['scan', '--base-url', `${GATEWAY}/v1`, '--model', 'support', '--profile', 'modern',
+    '--format', 'json', '--fail-on', 'any', '--timeout', '20'];
+  const { code, stdout, stderr } = await new Promise((resolve) => {
+    execFile(process.execPath, [fileURLToPath(new URL(pkg.bin.compatcanary, home)), ...args], { env, timeout: 50_000 },
+      (err, out, errOut) => resolve({ code: err ? (err.code ?? 1) : 0, stdout: out, stderr: errOut }));
+  });
+  let report;
+  try {
+    report = JSON.parse(stdout);
+  } catch {
+    assert.fail(`CompatCanary exited ${code} without a JSON report:\n${stdout}\n${stderr}`);
+  }
+  assert.deepEqual(
+    report.results.map((r) => [r.id, r.status, r.status === 'pass' ? '' : r.summary]),
+    [
+      ['models.list', 'pass', ''], ['chat.basic', 'pass', ''], ['chat.streaming', 'pass', ''],
+      ['chat.tool_call', 'pass', ''], ['chat.structured_output', 'pass', ''],
+      ['responses.basic', 'pass', ''], ['responses.streaming', 'pass', ''],
+    ],
+  );
+  assert.equal(report.compatible, true);
+  assert.equal(code, 0, `exit ${code}: ${stderr}`);
+  const reqs = await fake.requests();
+  assert.equal(reqs.length, 6, `upstream got ${reqs.length} requests`);
+  assert.equal(reqs[5].body.stream, true, 'responses.streaming did not stream from the provider');
 });
