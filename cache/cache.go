@@ -35,6 +35,12 @@ type Options struct {
 	// in sessions (least recently used goes first). Default 1024; negative
 	// disables the cache. The memory store ignores it.
 	CacheEntries int
+	// WaitReplicas makes the Redis store's Save wait until this many
+	// replicas have the write (WAIT, in the same round trip), so that a
+	// failover loses no save that was acknowledged. A save that fewer
+	// replicas confirm within Timeout fails with ErrStoreUnavailable.
+	// Default 0: no waiting. The memory store ignores it.
+	WaitReplicas int
 	// TracerProvider, when set, makes the Redis store trace every command
 	// (never its arguments, which hold transcripts). Nil: no tracing.
 	TracerProvider trace.TracerProvider

@@ -246,7 +246,7 @@ func (s *Redis) Save(ctx context.Context, key runtime.SessionKey, lease runtime.
 	}
 	bctx, cancel := s.bound(ctx)
 	defer cancel()
-	raw, err := s.scripts.save.Run(bctx, s.client, k.list(), args...).Slice()
+	raw, err := s.runSave(bctx, k.list(), args)
 	if err != nil {
 		return 0, fail(ctx, op, err)
 	}

@@ -27,12 +27,14 @@ func testRedisURL(tb testing.TB) string {
 	if u == "" {
 		u = "redis://127.0.0.1:6379/0"
 	}
-	o, err := redis.ParseURL(u)
+	// Any store URL: the scale script (scripts/redis-scale.sh) points the
+	// suite at a Cluster and at Sentinel.
+	o, err := universalOptions(u)
 	if err != nil {
 		tb.Fatalf("SWITCHBOARD_TEST_REDIS_URL: %v", err)
 	}
 	o.MaxRetries, o.DialerRetries = -1, 1 // a refused connection answers at once
-	c := redis.NewClient(o)
+	c := redis.NewUniversalClient(o)
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
@@ -220,5 +222,23 @@ func TestRedisSaveRetryAfterRelease(t *testing.T) {
 	}
 	if diff := cmp.Diff(&runtime.Session{Messages: msgs, ActiveAgent: "triage", Version: 1}, got); diff != "" {
 		t.Errorf("Load mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// With store.wait_replicas a save is acknowledged only once that many
+// replicas have it: a Redis without replicas makes every save fail with
+// ErrStoreUnavailable (the write itself did happen on the master).
+// scripts/redis-scale.sh shows the other side, on a real failover.
+func TestRedisWaitReplicasWithoutReplicas(t *testing.T) {
+	s := openRedis(t, Options{WaitReplicas: 1, Timeout: 400 * time.Millisecond})
+	k := testKey(t, s)
+	ctx := context.Background()
+	_, lease, err := s.Acquire(ctx, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Save(ctx, k, lease, runtime.Write{Messages: []runtime.Message{{Role: "user", Content: "hi"}}, Release: true})
+	if !errors.Is(err, runtime.ErrStoreUnavailable) || !strings.Contains(err.Error(), "0 of the 1 replicas") {
+		t.Fatalf("Save = %v, want ErrStoreUnavailable naming the replicas", err)
 	}
 }

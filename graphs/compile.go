@@ -126,6 +126,7 @@ func compileStore(r *rawStore, p *problems) Store {
 		s.URL = defaultStoreURL
 	}
 	compileStoreLimits(r, &s, p)
+	compileWaitReplicas(r, &s, p)
 	return s
 }
 

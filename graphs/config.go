@@ -85,6 +85,9 @@ type rawStore struct {
 	// MaxSessionBytes bounds a stored transcript, in bytes of its JSON
 	// messages; default 16 MiB.
 	MaxSessionBytes *int64 `yaml:"max_session_bytes"`
+	// WaitReplicas makes every save wait until this many replicas have
+	// it (Redis WAIT); default 0, no waiting. Needs a Redis store.
+	WaitReplicas *int `yaml:"wait_replicas"`
 }
 
 // rawTelemetry is the `telemetry:` section.

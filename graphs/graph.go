@@ -58,6 +58,9 @@ type Store struct {
 	SessionTTL time.Duration // default 24h
 	Timeout    time.Duration // default 2s; bound on one store operation
 	LockLease  time.Duration // default 30s
+	// WaitReplicas is how many Redis replicas must have a save before it
+	// counts as done (WAIT); 0 waits for none.
+	WaitReplicas int
 	// MaxSessionBytes bounds a stored transcript (default 16 MiB).
 	MaxSessionBytes int64
 }

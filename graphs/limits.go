@@ -1,5 +1,23 @@
 package graphs
 
+import "strings"
+
+// compileWaitReplicas applies store.wait_replicas, which only a Redis
+// store can honour: a memory store has no replicas to wait for.
+func compileWaitReplicas(r *rawStore, s *Store, p *problems) {
+	if r.WaitReplicas == nil {
+		return
+	}
+	switch n := *r.WaitReplicas; {
+	case n < 0:
+		p.addf("store.wait_replicas: must be 0 or more, got %d", n)
+	case n > 0 && (s.URL == defaultStoreURL || strings.HasPrefix(strings.ToLower(s.URL), "memory:")):
+		p.addf("store.wait_replicas: %d replicas asked for, but the memory store has none (use a Redis store.url)", n)
+	default:
+		s.WaitReplicas = n
+	}
+}
+
 // rawLimits is an API key's `limits:`.
 type rawLimits struct {
 	// RequestsPerMinute bounds the key's /v1 requests; default unlimited.

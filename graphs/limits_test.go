@@ -34,3 +34,26 @@ func TestAPIKeyLimits(t *testing.T) {
 		}
 	}
 }
+
+func TestWaitReplicas(t *testing.T) {
+	base := strings.Replace(limitsYAML, "%s", "{requests_per_minute: 1}", 1)
+	for _, tt := range []struct {
+		store string
+		want  int
+		err   string
+	}{
+		{"store: {url: redis://127.0.0.1:6379/0, wait_replicas: 2}", 2, ""},
+		{"store: {wait_replicas: 1}", 0, "memory store has none"},
+		{"store: {url: redis://127.0.0.1:6379/0, wait_replicas: -1}", 0, "must be 0 or more"},
+	} {
+		set, err := Parse([]byte(tt.store+"\n"+base), nil, nil)
+		switch {
+		case tt.err == "" && err != nil:
+			t.Errorf("%s: %v", tt.store, err)
+		case tt.err == "" && set.Store.WaitReplicas != tt.want:
+			t.Errorf("%s: wait_replicas %d, want %d", tt.store, set.Store.WaitReplicas, tt.want)
+		case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
+			t.Errorf("%s: %v, want an error with %q", tt.store, err, tt.err)
+		}
+	}
+}

@@ -73,6 +73,7 @@ func New(ctx context.Context, cfg *graphs.Set, log *slog.Logger, opts ...Option)
 		SessionTTL:     cfg.Store.SessionTTL,
 		Timeout:        cfg.Store.Timeout,
 		LockLease:      cfg.Store.LockLease,
+		WaitReplicas:   cfg.Store.WaitReplicas,
 		TracerProvider: tracing.Provider,
 	})
 	if err != nil {
