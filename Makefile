@@ -4,7 +4,7 @@ GO ?= go
 # with "context deadline exceeded" at the deadline (go.dev/issue/75804).
 FUZZTIME ?= 20000x
 
-.PHONY: run test check unit mcp-deps fuzz-short e2e tracing-e2e helm-check flake bench bench-streams fuzz soak build docker
+.PHONY: run test check unit mcp-deps fuzz-short e2e tracing-e2e helm-check redis-scale flake bench bench-streams fuzz soak build docker
 
 # run: the gateway on its built-in offline demo (no network, no config).
 run:
@@ -14,7 +14,7 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/switchboard ./cmd/switchboard
 
 # test: everything CI checks. Needs Redis on 127.0.0.1:6379 and Node.js.
-test: check unit fuzz-short e2e tracing-e2e helm-check
+test: check unit fuzz-short e2e tracing-e2e helm-check redis-scale
 
 check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "not gofmt-ed:"; echo "$$out"; exit 1; fi
@@ -51,6 +51,15 @@ helm-check:
 # hogs (default 2), by hand; it reports every failed run.
 flake:
 	bash scripts/flake.sh
+
+# redis-scale: a local Redis Cluster and Sentinel setup on private ports,
+# the store suite and a load with a master killed against each (about a
+# minute); `make redis-scale-long` runs the longer load by hand.
+redis-scale:
+	bash scripts/redis-scale.sh short
+
+redis-scale-long:
+	bash scripts/redis-scale.sh long
 
 bench:
 	$(GO) run ./bench

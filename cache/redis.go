@@ -81,6 +81,9 @@ func NewRedis(ctx context.Context, opts Options) (*Redis, error) {
 	}
 	tune(uo, opts.Timeout)
 	client := redis.NewUniversalClient(uo)
+	if cc, ok := client.(*redis.ClusterClient); ok {
+		cc.AddHook(reloadOnFailure{cluster: cc})
+	}
 	if opts.TracerProvider != nil {
 		err := redisotel.InstrumentTracing(client,
 			redisotel.WithTracerProvider(opts.TracerProvider),

@@ -5,8 +5,6 @@ import (
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/switchboard-ai/switchboard/runtime"
 )
 
 // runSave runs the save script. With WaitReplicas it sends WAIT behind it
@@ -64,7 +62,8 @@ func (s *Redis) runSave(ctx context.Context, keys []string, args []any) ([]any, 
 		return nil, err
 	}
 	if ok, _ := reply(r).ok(); ok && acked < int64(n) {
-		return nil, fmt.Errorf("%w: the save reached %d of the %d replicas store.wait_replicas asks for", runtime.ErrStoreUnavailable, acked, n)
+		// Save wraps this as ErrStoreUnavailable.
+		return nil, fmt.Errorf("the save reached %d of the %d replicas store.wait_replicas asks for", acked, n)
 	}
 	return r, nil
 }
