@@ -2,11 +2,14 @@ package providers
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+
+	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/switchboard-ai/switchboard/runtime"
 )
@@ -60,4 +63,28 @@ func BenchmarkEventReader(b *testing.B) {
 			}
 		}
 	}
+}
+
+// BenchmarkDecodeChunk decodes one text chunk as a stream does
+// (decodeChunk), and as it did before (encoding/json into a fresh chunk).
+func BenchmarkDecodeChunk(b *testing.B) {
+	data := []byte(`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"gpt-4o-mini","system_fingerprint":"fp_1","choices":[{"index":0,"delta":{"content":" word"},"logprobs":null,"finish_reason":null}]}`)
+	b.Run("decodeChunk", func(b *testing.B) {
+		b.ReportAllocs()
+		var c openai.ChatCompletionStreamResponse
+		for b.Loop() {
+			if err := decodeChunk(data, &c); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var c openai.ChatCompletionStreamResponse
+			if err := json.Unmarshal(data, &c); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -2,7 +2,6 @@ package providers
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -115,9 +114,9 @@ func (u *upstream) stream(ctx context.Context, cancel context.CancelCauseFunc, c
 	defer idle.Stop()
 
 	var acc streamAcc
-	// One chunk is decoded into again and again (its choices cleared): a
-	// stream is many small chunks, and a fresh one each made most of the
-	// garbage an open stream makes, which the collector then scanned for.
+	// One chunk is decoded into again and again (decodeChunk): a stream is
+	// many small chunks, and a fresh one each made most of the garbage an
+	// open stream makes.
 	var chunk openai.ChatCompletionStreamResponse
 	events := newEventReader(a.body)
 	for {
@@ -133,10 +132,7 @@ func (u *upstream) stream(ctx context.Context, cancel context.CancelCauseFunc, c
 		if err != nil {
 			return nil, err
 		}
-		choices := chunk.Choices[:cap(chunk.Choices)]
-		clear(choices)
-		chunk = openai.ChatCompletionStreamResponse{Choices: choices[:0]}
-		if err := json.Unmarshal(data, &chunk); err != nil {
+		if err := decodeChunk(data, &chunk); err != nil {
 			return nil, err
 		}
 		idle.Reset(u.idle)

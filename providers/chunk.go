@@ -1,0 +1,402 @@
+package providers
+
+import (
+	"bytes"
+	"encoding/json"
+	"unicode/utf8"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// decodeChunk decodes one stream event's payload into c, which it resets
+// first (keeping the room of its choices). Most chunks are a role, a piece
+// of text or a finish reason in one choice: readChunk reads those without
+// reflection and with at most one allocation, the text. Anything else, and
+// anything it is not sure it reads exactly as encoding/json does, goes
+// through encoding/json. Decoding every chunk by reflection was the
+// largest part of the CPU a gateway stream costs beyond a proxy's (issue
+// 22); chunk_test.go and FuzzDecodeChunk hold the two readers to the same
+// result.
+func decodeChunk(data []byte, c *openai.ChatCompletionStreamResponse) error {
+	prevID := c.ID
+	resetChunk(c)
+	if readChunk(data, c, prevID) {
+		return nil
+	}
+	resetChunk(c)
+	return json.Unmarshal(data, c)
+}
+
+// resetChunk zeroes c but for the room of its choices.
+func resetChunk(c *openai.ChatCompletionStreamResponse) {
+	choices := c.Choices[:cap(c.Choices)]
+	clear(choices)
+	*c = openai.ChatCompletionStreamResponse{Choices: choices[:0]}
+}
+
+// readChunk reads data into c, which is reset, and reports whether it
+// could. Keys are matched as written; a key encoding/json would match to a
+// field in another case (or any key outside ASCII), and every field readChunk does not read but
+// go-openai decodes into something other than a string or a number, makes
+// it give up unless its value is null. prevID is the id of the chunk
+// before, whose string is kept when the id is the same.
+func readChunk(data []byte, c *openai.ChatCompletionStreamResponse, prevID string) bool {
+	s := scanner{b: data}
+	sawChoices := false
+	ok := s.object(func(key []byte) bool {
+		switch string(key) {
+		case "id":
+			if s.null() {
+				return true
+			}
+			if raw, ok := s.plainString(); ok && string(raw) == prevID {
+				c.ID = prevID
+				return true
+			} else if ok {
+				c.ID = string(raw)
+				return true
+			}
+			v, ok := s.str()
+			c.ID = v
+			return ok
+		case "object", "model", "system_fingerprint":
+			return s.null() || s.skipString()
+		case "created":
+			return s.null() || s.integer(nil)
+		case "choices":
+			if sawChoices {
+				return false
+			}
+			sawChoices = true
+			return s.null() || s.array(func() bool { return s.choice(c) })
+		case "usage", "prompt_annotations", "prompt_filter_results":
+			return s.null()
+		}
+		return !foldsTo(key, "id", "object", "created", "model", "choices", "system_fingerprint", "usage",
+			"prompt_annotations", "prompt_filter_results") && s.skip(0)
+	})
+	s.space()
+	return ok && s.i == len(s.b)
+}
+
+// choice reads one choice and appends it to c.
+func (s *scanner) choice(c *openai.ChatCompletionStreamResponse) bool {
+	if s.peek() != '{' {
+		return false
+	}
+	c.Choices = append(c.Choices, openai.ChatCompletionStreamChoice{})
+	ch := &c.Choices[len(c.Choices)-1]
+	sawDelta := false
+	return s.object(func(key []byte) bool {
+		switch string(key) {
+		case "index":
+			return s.null() || s.integer(&ch.Index)
+		case "finish_reason":
+			if s.null() {
+				return true
+			}
+			v, ok := s.str()
+			ch.FinishReason = openai.FinishReason(v)
+			return ok
+		case "delta":
+			if sawDelta {
+				return false
+			}
+			sawDelta = true
+			return s.null() || s.delta(&ch.Delta)
+		case "logprobs", "content_filter_results":
+			return s.null()
+		}
+		return !foldsTo(key, "index", "delta", "logprobs", "finish_reason", "content_filter_results") && s.skip(0)
+	})
+}
+
+// delta reads a choice's delta: its text; a tool call or a function call
+// is left to encoding/json.
+func (s *scanner) delta(d *openai.ChatCompletionStreamChoiceDelta) bool {
+	return s.object(func(key []byte) bool {
+		switch string(key) {
+		case "content":
+			if s.null() {
+				return true
+			}
+			v, ok := s.str()
+			d.Content = v
+			return ok
+		case "role", "refusal", "reasoning_content":
+			return s.null() || s.skipString()
+		case "tool_calls", "function_call":
+			return s.null()
+		}
+		return !foldsTo(key, "content", "role", "function_call", "tool_calls", "refusal", "reasoning_content") && s.skip(0)
+	})
+}
+
+// foldsTo reports whether encoding/json could match key to one of fields:
+// equal but for case, or not plain ASCII (which readChunk does not judge).
+func foldsTo(key []byte, fields ...string) bool {
+	for _, b := range key {
+		if b >= utf8.RuneSelf {
+			return true
+		}
+	}
+	for _, f := range fields {
+		if bytes.EqualFold(key, []byte(f)) {
+			return true
+		}
+	}
+	return false
+}
+
+// scanner walks a JSON text. Every method fails (returns false) on what it
+// does not expect, on invalid JSON, and on valid JSON it is not sure to
+// read as encoding/json would.
+type scanner struct {
+	b []byte
+	i int
+}
+
+func (s *scanner) space() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+func (s *scanner) peek() byte {
+	s.space()
+	if s.i < len(s.b) {
+		return s.b[s.i]
+	}
+	return 0
+}
+
+// literal consumes lit if it comes next.
+func (s *scanner) literal(lit string) bool {
+	if s.peek() == lit[0] && bytes.HasPrefix(s.b[s.i:], []byte(lit)) {
+		s.i += len(lit)
+		return true
+	}
+	return false
+}
+
+func (s *scanner) null() bool { return s.literal("null") }
+
+// object reads an object, calling field with each key (a plain string) and
+// the scanner at the key's value, which field must consume.
+func (s *scanner) object(field func(key []byte) bool) bool {
+	if !s.literal("{") {
+		return false
+	}
+	if s.literal("}") {
+		return true
+	}
+	for {
+		if s.peek() != '"' {
+			return false
+		}
+		key, ok := s.plainString()
+		if !ok || !s.literal(":") || !field(key) {
+			return false
+		}
+		if s.literal(",") {
+			continue
+		}
+		return s.literal("}")
+	}
+}
+
+// array reads an array, calling elem at each element, which elem must
+// consume.
+func (s *scanner) array(elem func() bool) bool {
+	if !s.literal("[") {
+		return false
+	}
+	if s.literal("]") {
+		return true
+	}
+	for {
+		if !elem() {
+			return false
+		}
+		if s.literal(",") {
+			continue
+		}
+		return s.literal("]")
+	}
+}
+
+// plainString reads a string with no escape, no control character and
+// valid UTF-8, which is the string encoding/json reads too, and returns its
+// bytes. On any other string it fails and consumes nothing.
+func (s *scanner) plainString() ([]byte, bool) {
+	if s.peek() != '"' {
+		return nil, false
+	}
+	ascii := true
+	for j := s.i + 1; j < len(s.b); j++ {
+		switch b := s.b[j]; {
+		case b == '"':
+			raw := s.b[s.i+1 : j]
+			if !ascii && !utf8.Valid(raw) {
+				return nil, false
+			}
+			s.i = j + 1
+			return raw, true
+		case b == '\\' || b < 0x20:
+			return nil, false
+		case b >= utf8.RuneSelf:
+			ascii = false
+		}
+	}
+	return nil, false
+}
+
+// str reads a string value: a plain one directly, any other through
+// encoding/json, so that escapes and invalid UTF-8 read exactly as there.
+func (s *scanner) str() (string, bool) {
+	if raw, ok := s.plainString(); ok {
+		return string(raw), true
+	}
+	start := s.i
+	if !s.skipString() {
+		return "", false
+	}
+	var v string
+	if json.Unmarshal(s.b[start:s.i], &v) != nil {
+		return "", false
+	}
+	return v, true
+}
+
+// skipString consumes a valid string.
+func (s *scanner) skipString() bool {
+	if s.peek() != '"' {
+		return false
+	}
+	for j := s.i + 1; j < len(s.b); j++ {
+		switch b := s.b[j]; {
+		case b == '"':
+			s.i = j + 1
+			return true
+		case b < 0x20:
+			return false
+		case b == '\\':
+			j++
+			if j >= len(s.b) {
+				return false
+			}
+			switch s.b[j] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if j+4 >= len(s.b) {
+					return false
+				}
+				for _, h := range s.b[j+1 : j+5] {
+					if !isHex(h) {
+						return false
+					}
+				}
+				j += 4
+			default:
+				return false
+			}
+		}
+	}
+	return false
+}
+
+func isHex(b byte) bool {
+	return '0' <= b && b <= '9' || 'a' <= b && b <= 'f' || 'A' <= b && b <= 'F'
+}
+
+// integer reads a number with no fraction and no exponent, of at most 18
+// digits, into *v when v is not nil.
+func (s *scanner) integer(v *int) bool {
+	s.space()
+	j, neg := s.i, false
+	if j < len(s.b) && s.b[j] == '-' {
+		neg = true
+		j++
+	}
+	n, digits := 0, 0
+	for ; j < len(s.b) && '0' <= s.b[j] && s.b[j] <= '9'; j++ {
+		if digits > 0 && n == 0 {
+			return false // a leading zero
+		}
+		n = n*10 + int(s.b[j]-'0')
+		digits++
+	}
+	if digits == 0 || digits > 18 || (j < len(s.b) && (s.b[j] == '.' || s.b[j] == 'e' || s.b[j] == 'E')) {
+		return false
+	}
+	if neg {
+		n = -n
+	}
+	if v != nil {
+		*v = n
+	}
+	s.i = j
+	return true
+}
+
+// skipNumber consumes a valid number.
+func (s *scanner) skipNumber() bool {
+	s.space()
+	j := s.i
+	if j < len(s.b) && s.b[j] == '-' {
+		j++
+	}
+	digits := func() int {
+		k := j
+		for j < len(s.b) && '0' <= s.b[j] && s.b[j] <= '9' {
+			j++
+		}
+		return j - k
+	}
+	switch {
+	case j < len(s.b) && s.b[j] == '0':
+		j++
+	case digits() == 0:
+		return false
+	}
+	if j < len(s.b) && s.b[j] == '.' {
+		j++
+		if digits() == 0 {
+			return false
+		}
+	}
+	if j < len(s.b) && (s.b[j] == 'e' || s.b[j] == 'E') {
+		j++
+		if j < len(s.b) && (s.b[j] == '+' || s.b[j] == '-') {
+			j++
+		}
+		if digits() == 0 {
+			return false
+		}
+	}
+	s.i = j
+	return true
+}
+
+// skip consumes any valid value, nested at most 16 deep.
+func (s *scanner) skip(depth int) bool {
+	if depth > 16 {
+		return false
+	}
+	switch c := s.peek(); {
+	case c == '"':
+		return s.skipString()
+	case c == '{':
+		return s.object(func([]byte) bool { return s.skip(depth + 1) })
+	case c == '[':
+		return s.array(func() bool { return s.skip(depth + 1) })
+	case c == '-' || '0' <= c && c <= '9':
+		return s.skipNumber()
+	}
+	return s.literal("true") || s.literal("false") || s.null()
+}

@@ -1,0 +1,141 @@
+package providers
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// chunkSeeds are chunks as providers send them, and near misses.
+var chunkSeeds = []string{
+	`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"gpt-4o-mini","system_fingerprint":"fp_1","choices":[{"index":0,"delta":{"role":"assistant","content":"","refusal":null},"logprobs":null,"finish_reason":null}],"usage":null,"obfuscation":"aB3"}`,
+	`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"m","choices":[{"index":0,"delta":{"content":" word"},"finish_reason":null}]}`,
+	`{"id":"chatcmpl-1","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`,
+	`{"id":"chatcmpl-1","choices":[],"usage":{"prompt_tokens":24,"completion_tokens":10,"total_tokens":34}}`,
+	`{"id":"x","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"f","arguments":"{}"}}]}}]}`,
+	`{"id":"x","choices":[{"index":1,"delta":{"content":"a"}},{"index":0,"delta":{"content":"b"}}]}`,
+	` { "id" : "x" , "choices" : [ { "index" : 0 , "delta" : { "content" : "a\nb \"q\" \u00e9\ud83d\ude00" } } ] } `,
+	`{"id":"x","choices":[{"delta":{"content":"héllo, 世界 🙂"}}]}`,
+	`{"id":"x","choices":[{"delta":{"content":"bad \xff utf-8"}}]}`,
+	`{"ID":"x","choices":[{"delta":{"Content":"case"}}]}`,
+	`{"id":"x","choices":[{"delta":{"content":"a","content":"b"}}]}`,
+	`{"id":"x","choices":[{"index":0.5,"delta":{"content":"a"}}]}`,
+	`{"id":"x","choices":[{"index":1e2,"delta":{"content":"a"}}]}`,
+	`{"id":"x","choices":[{"index":007,"delta":{"content":"a"}}]}`,
+	`{"id":"x","choices":[{"index":-3,"delta":{"content":"a"}}]}`,
+	`{"id":"x","created":"soon","choices":[]}`,
+	`{"id":"x","choices":[{"delta":{"content":5}}]}`,
+	`{"id":"x","choices":null}`,
+	`{"id":null,"choices":[null]}`,
+	`{"id":"x","choices":[{"delta":null,"finish_reason":"length"}]}`,
+	`{"id":"x","choices":[],"extra":{"a":[1,2,{"b":true,"c":false,"d":null}],"e":-1.5e+3,"f":"\/\b\f\r\t"}}`,
+	`{"id":"x","choices":[]} trailing`,
+	`{"id":"x","choices":[],}`,
+	`{"id":"x","choices":[{"delta":{"content":"a"}}],"choices":[]}`,
+	`{"id":"x","choices":[{"content_filter_results":{"hate":{"filtered":false}},"delta":{"content":"a"}}]}`,
+	`{"id":"x","choices":[{"logprobs":{"content":[]},"delta":{"content":"a"}}]}`,
+	`{"id":"x","choices":[{"delta":{"reasoning_content":"think","content":"a"}}]}`,
+	`{"id":"x","extra":"\q","choices":[]}`,
+	`{"id":"x","extra":"\u12","choices":[]}`,
+	`{"id":"x","extra":01,"choices":[]}`,
+	`{"id":"x","extra":[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]],"choices":[]}`,
+	`{"id":"x","ſ":1,"choices":[]}`,
+	`{"id":"x","choices":[{"delta":{"content":"tab	inside"}}]}`,
+	`[]`,
+	``,
+	`{`,
+}
+
+// TestDecodeChunkReadsAsEncodingJSON decodes every seed with decodeChunk
+// and with encoding/json into go-openai's type, as go-openai itself does,
+// and compares what the stream assembler reads of them.
+func TestDecodeChunkReadsAsEncodingJSON(t *testing.T) {
+	fast := 0
+	for _, seed := range chunkSeeds {
+		if sameChunk(t, []byte(seed)) {
+			fast++
+		}
+	}
+	// The common chunks must take the fast path, or it is dead code.
+	for _, seed := range chunkSeeds[:3] {
+		var c openai.ChatCompletionStreamResponse
+		if !readChunk([]byte(seed), &c, "") {
+			t.Errorf("readChunk gave up on a plain chunk: %s", seed)
+		}
+	}
+	if fast < 10 {
+		t.Errorf("only %d seeds read by readChunk", fast)
+	}
+}
+
+// TestDecodeChunkReuses checks that decoding into the chunk before leaves
+// nothing of it behind, and keeps the id's string.
+func TestDecodeChunkReuses(t *testing.T) {
+	var c openai.ChatCompletionStreamResponse
+	if err := decodeChunk([]byte(`{"id":"chatcmpl-1","choices":[{"index":0,"delta":{"content":"xy"},"finish_reason":"stop"},{"index":1}]}`), &c); err != nil {
+		t.Fatal(err)
+	}
+	if err := decodeChunk([]byte(`{"id":"chatcmpl-1","choices":[{"index":0,"delta":{}}]}`), &c); err != nil {
+		t.Fatal(err)
+	}
+	if got := summary(&c); got != `id="chatcmpl-1" usage=false [{0 "" "" 0}]` {
+		t.Errorf("second chunk read as %s", got)
+	}
+	// The id is the chunk before's string, and the text the one allocation.
+	text := []byte(`{"id":"chatcmpl-1","choices":[{"index":0,"delta":{"content":"hello"},"finish_reason":null}]}`)
+	if n := testing.AllocsPerRun(100, func() { _ = decodeChunk(text, &c) }); n > 1 {
+		t.Errorf("a text chunk took %v allocations, want at most 1", n)
+	}
+}
+
+// FuzzDecodeChunk holds readChunk to encoding/json on any input: when it
+// reads one, encoding/json must read it too, to the same result.
+//
+//	go test ./providers -run '^$' -fuzz '^FuzzDecodeChunk$' -fuzztime 5m
+func FuzzDecodeChunk(f *testing.F) {
+	for _, s := range chunkSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		sameChunk(t, data)
+		var c openai.ChatCompletionStreamResponse
+		err := decodeChunk(data, &c)
+		var want openai.ChatCompletionStreamResponse
+		wantErr := json.Unmarshal(data, &want)
+		if (err == nil) != (wantErr == nil) || (err == nil && summary(&c) != summary(&want)) {
+			t.Fatalf("%q: decodeChunk read %s (%v), encoding/json %s (%v)", data, summary(&c), err, summary(&want), wantErr)
+		}
+	})
+}
+
+// sameChunk fails t when readChunk reads data other than encoding/json
+// does; it reports whether readChunk read it.
+func sameChunk(t *testing.T, data []byte) bool {
+	t.Helper()
+	var got openai.ChatCompletionStreamResponse
+	if !readChunk(data, &got, "") {
+		return false
+	}
+	var want openai.ChatCompletionStreamResponse
+	if err := json.Unmarshal(data, &want); err != nil {
+		t.Fatalf("%q: readChunk read %s, encoding/json failed: %v", data, summary(&got), err)
+	}
+	if summary(&got) != summary(&want) {
+		t.Fatalf("%q: readChunk read %s, encoding/json %s", data, summary(&got), summary(&want))
+	}
+	return true
+}
+
+// summary is what streamAcc reads of a chunk.
+func summary(c *openai.ChatCompletionStreamResponse) string {
+	s := fmt.Sprintf("id=%q usage=%v [", c.ID, c.Usage != nil)
+	for i, ch := range c.Choices {
+		if i > 0 {
+			s += " "
+		}
+		s += fmt.Sprintf("{%d %q %q %d}", ch.Index, ch.Delta.Content, ch.FinishReason, len(ch.Delta.ToolCalls))
+	}
+	return s + "]"
+}
