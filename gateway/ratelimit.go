@@ -77,19 +77,24 @@ func (s *Server) rateLimit(c *gin.Context) {
 	}
 }
 
+// The x-ratelimit-* headers, in canonical form so that they are set
+// without being canonicalised per request.
+var rateHeaders = [2][3]string{
+	{"X-Ratelimit-Limit-Requests", "X-Ratelimit-Remaining-Requests", "X-Ratelimit-Reset-Requests"},
+	{"X-Ratelimit-Limit-Tokens", "X-Ratelimit-Remaining-Tokens", "X-Ratelimit-Reset-Tokens"},
+}
+
 // setRateHeaders writes OpenAI's x-ratelimit-* headers for the limits the
 // key has.
 func setRateHeaders(h http.Header, st ratelimit.State) {
-	for _, w := range []struct {
-		suffix string
-		w      ratelimit.Window
-	}{{"requests", st.Requests}, {"tokens", st.Tokens}} {
-		if w.w.Limit == 0 {
+	for i, w := range [2]ratelimit.Window{st.Requests, st.Tokens} {
+		if w.Limit == 0 {
 			continue
 		}
-		h.Set("X-Ratelimit-Limit-"+w.suffix, strconv.FormatInt(w.w.Limit, 10))
-		h.Set("X-Ratelimit-Remaining-"+w.suffix, strconv.FormatInt(w.w.Remaining, 10))
-		h.Set("X-Ratelimit-Reset-"+w.suffix, resetString(w.w.Reset))
+		k := rateHeaders[i]
+		h[k[0]] = []string{strconv.FormatInt(w.Limit, 10)}
+		h[k[1]] = []string{strconv.FormatInt(w.Remaining, 10)}
+		h[k[2]] = []string{resetString(w.Reset)}
 	}
 }
 
