@@ -31,6 +31,10 @@ type Options struct {
 	// lease, so a dead gateway blocks a session for at most this long.
 	// Default 30s.
 	LockLease time.Duration
+	// MaxSessionBytes bounds a stored transcript, counted in bytes of its
+	// messages' JSON: a save that would pass it fails with
+	// runtime.ErrSessionTooLarge and writes nothing. Default 16 MiB.
+	MaxSessionBytes int64
 	// CacheEntries bounds the Redis store's per-process transcript cache,
 	// in sessions (least recently used goes first). Default 1024; negative
 	// disables the cache. The memory store ignores it.
@@ -52,6 +56,8 @@ const (
 	defaultTimeout      = 2 * time.Second
 	defaultLockLease    = 30 * time.Second
 	defaultCacheEntries = 1024
+	// defaultMaxSessionBytes is graphs.DefaultMaxSessionBytes.
+	defaultMaxSessionBytes = 16 << 20
 )
 
 // init applies the defaults; it is the one place that knows them.
@@ -70,6 +76,9 @@ func (o *Options) init() {
 	}
 	if o.CacheEntries == 0 {
 		o.CacheEntries = defaultCacheEntries
+	}
+	if o.MaxSessionBytes <= 0 {
+		o.MaxSessionBytes = defaultMaxSessionBytes
 	}
 }
 

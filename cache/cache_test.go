@@ -58,11 +58,11 @@ func typeName(v any) string {
 func TestOptionsDefaults(t *testing.T) {
 	var o Options
 	o.init()
-	want := Options{URL: "memory://", SessionTTL: 24 * time.Hour, Timeout: 2 * time.Second, LockLease: 30 * time.Second, CacheEntries: 1024}
+	want := Options{URL: "memory://", SessionTTL: 24 * time.Hour, Timeout: 2 * time.Second, LockLease: 30 * time.Second, CacheEntries: 1024, MaxSessionBytes: 16 << 20}
 	if diff := cmp.Diff(want, o); diff != "" {
 		t.Errorf("defaults mismatch (-want +got):\n%s", diff)
 	}
-	set := Options{URL: "redis://h", SessionTTL: time.Hour, Timeout: time.Second, LockLease: time.Minute, CacheEntries: -1}
+	set := Options{URL: "redis://h", SessionTTL: time.Hour, Timeout: time.Second, LockLease: time.Minute, CacheEntries: -1, MaxSessionBytes: 1 << 20}
 	got := set
 	got.init()
 	if diff := cmp.Diff(set, got); diff != "" {

@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -18,6 +19,7 @@ import (
 // Close stops.
 type Memory struct {
 	ttl, lease time.Duration
+	maxBytes   int64
 
 	mu       sync.Mutex
 	sessions map[runtime.SessionKey]*memSession
@@ -35,6 +37,7 @@ var _ runtime.Store = (*Memory)(nil)
 // session was never written, or it expired, while its lock may be held.
 type memSession struct {
 	msgs    []runtime.Message
+	bytes   int64 // of msgs' JSON, for max_session_bytes
 	agent   string
 	version int64
 	expires time.Time
@@ -53,6 +56,7 @@ func NewMemory(opts Options) *Memory {
 	m := &Memory{
 		ttl:       opts.SessionTTL,
 		lease:     opts.LockLease,
+		maxBytes:  opts.MaxSessionBytes,
 		sessions:  make(map[runtime.SessionKey]*memSession),
 		responses: make(map[responseKey]*memRecord),
 		stop:      make(chan struct{}),
@@ -164,11 +168,23 @@ func (m *Memory) Save(ctx context.Context, key runtime.SessionKey, lease runtime
 	if !s.holds(lease) {
 		return 0, fmt.Errorf("save session: %w", runtime.ErrLeaseLost)
 	}
+	size := s.bytes
+	if w.Replace {
+		size = 0
+	}
+	add, err := jsonSize(w.Messages)
+	if err != nil {
+		return 0, fmt.Errorf("save session: %w", err)
+	}
+	if size+add > m.maxBytes {
+		return 0, fmt.Errorf("save session: %w: %d bytes, over the limit of %d", runtime.ErrSessionTooLarge, size+add, m.maxBytes)
+	}
 	if w.Replace {
 		s.msgs = cloneMessages(w.Messages)
 	} else {
 		s.msgs = appendClones(s.msgs, w.Messages)
 	}
+	s.bytes = size + add
 	s.agent = w.ActiveAgent
 	s.version++
 	s.expires = now.Add(m.ttl)
@@ -256,4 +272,17 @@ func (m *Memory) Close() error {
 	close(m.stop)
 	<-m.done
 	return nil
+}
+
+// jsonSize is the size of msgs' JSON, as the Redis store stores them.
+func jsonSize(msgs []runtime.Message) (int64, error) {
+	var n int64
+	for i := range msgs {
+		b, err := json.Marshal(msgs[i])
+		if err != nil {
+			return 0, fmt.Errorf("encode message %d: %w", i, err)
+		}
+		n += int64(len(b))
+	}
+	return n, nil
 }

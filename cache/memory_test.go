@@ -20,7 +20,7 @@ func TestMemory(t *testing.T) {
 		if s, ok := stores[t]; ok {
 			return s
 		}
-		s := NewMemory(Options{SessionTTL: cfg.SessionTTL, LockLease: cfg.LockLease})
+		s := NewMemory(Options{SessionTTL: cfg.SessionTTL, LockLease: cfg.LockLease, MaxSessionBytes: cfg.MaxSessionBytes})
 		t.Cleanup(func() { _ = s.Close() })
 		stores[t] = s
 		return s

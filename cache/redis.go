@@ -27,6 +27,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -116,6 +118,30 @@ func fail(ctx context.Context, op string, err error) error {
 	return fmt.Errorf("%s: %w: %v", op, runtime.ErrStoreUnavailable, err)
 }
 
+// failSession is fail for an operation on key's records, which may also
+// find them damaged.
+func failSession(ctx context.Context, op string, key runtime.SessionKey, err error) error {
+	if why := damage(err); why != "" && ctx.Err() == nil {
+		return fmt.Errorf("%s: %w", op, &runtime.SessionCorruptError{ID: key.ID, Reason: why})
+	}
+	return fail(ctx, op, err)
+}
+
+// damage says how a session's records are damaged when Redis refused a
+// script for what it found in them (a key of the wrong type, a version
+// that is not a number), and is empty for any other failure: those are
+// the store being unreachable, and may pass.
+func damage(err error) string {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "WRONGTYPE"):
+		return "one of its keys holds the wrong type of value"
+	case strings.Contains(msg, "hash value is not an integer"):
+		return "its version is not a number"
+	}
+	return ""
+}
+
 // Acquire takes key's lock and loads its state.
 func (s *Redis) Acquire(ctx context.Context, key runtime.SessionKey) (*runtime.Session, runtime.Lease, error) {
 	const op = "acquire session"
@@ -130,7 +156,7 @@ func (s *Redis) Acquire(ctx context.Context, key runtime.SessionKey) (*runtime.S
 		// Redis may still run the command it did not answer in time, and
 		// lock the session for a run that will never come.
 		s.abandon(k.lock, token)
-		return nil, runtime.Lease{}, fail(ctx, op, err)
+		return nil, runtime.Lease{}, failSession(ctx, op, key, err)
 	}
 	if ok, err := reply(r).ok(); err != nil {
 		return nil, runtime.Lease{}, fmt.Errorf("%s: %w", op, err)
@@ -141,7 +167,7 @@ func (s *Redis) Acquire(ctx context.Context, key runtime.SessionKey) (*runtime.S
 	if len(r) == 1 {
 		return &runtime.Session{}, lease, nil
 	}
-	sess, err := s.assemble(k.tag, base, r)
+	sess, err := s.assemble(key, k.tag, base, r)
 	if err != nil {
 		// Do not keep a session locked that this run cannot use.
 		_ = s.Release(context.WithoutCancel(ctx), key, lease)
@@ -160,14 +186,14 @@ func (s *Redis) Load(ctx context.Context, key runtime.SessionKey) (*runtime.Sess
 	defer cancel()
 	r, err := s.scripts.load.Run(bctx, s.client, k.list(), epoch, have).Slice()
 	if err != nil {
-		return nil, fail(ctx, op, err)
+		return nil, failSession(ctx, op, key, err)
 	}
 	if ok, err := reply(r).ok(); err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	} else if !ok {
 		return nil, fmt.Errorf("%s: %w", op, runtime.ErrNotFound)
 	}
-	sess, err := s.assemble(k.tag, base, r)
+	sess, err := s.assemble(key, k.tag, base, r)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
@@ -185,15 +211,19 @@ func cached(t *transcript) (epoch string, have int) {
 // assemble rebuilds a session from a read reply {1, agent, version, epoch,
 // len, from, {messages from `from`}} and base, the transcript whose epoch and
 // count the read sent, then caches it.
-func (s *Redis) assemble(tag string, base *transcript, r reply) (*runtime.Session, error) {
+func (s *Redis) assemble(key runtime.SessionKey, tag string, base *transcript, r reply) (*runtime.Session, error) {
 	agent, err1 := r.str(1)
-	version, err2 := r.int(2)
+	stored, err2 := r.str(2)
 	epoch, err3 := r.str(3)
 	n, err4 := r.int(4)
 	from, err5 := r.int(5)
 	raw, err6 := r.list(6)
 	if err := errors.Join(err1, err2, err3, err4, err5, err6); err != nil {
 		return nil, fmt.Errorf("%w: %v", runtime.ErrStoreUnavailable, err)
+	}
+	version, err := strconv.ParseInt(stored, 10, 64)
+	if err != nil {
+		return nil, &runtime.SessionCorruptError{ID: key.ID, Reason: fmt.Sprintf("its version %q is not a number", stored)}
 	}
 	_, have := cached(base)
 	if from != 0 && from != int64(have) || from+int64(len(raw)) != n {
@@ -202,7 +232,7 @@ func (s *Redis) assemble(tag string, base *transcript, r reply) (*runtime.Sessio
 	}
 	tail, err := decodeMessages(raw)
 	if err != nil {
-		return nil, err
+		return nil, &runtime.SessionCorruptError{ID: key.ID, Reason: err.Error()}
 	}
 	msgs := tail // what a disabled cache leaves
 	s.cache.update(tag, func(cur *transcript) *transcript {
@@ -229,10 +259,10 @@ func decodeMessages(raw []any) ([]runtime.Message, error) {
 	for i, v := range raw {
 		b, ok := v.(string)
 		if !ok {
-			return nil, fmt.Errorf("%w: message %d is %T, want a string", runtime.ErrStoreUnavailable, i, v)
+			return nil, fmt.Errorf("message %d is %T, not a string", i, v)
 		}
 		if err := json.Unmarshal([]byte(b), &msgs[i]); err != nil {
-			return nil, fmt.Errorf("decode stored message: %w", err)
+			return nil, fmt.Errorf("message %d is not a JSON message", i)
 		}
 	}
 	return msgs, nil
@@ -251,12 +281,15 @@ func (s *Redis) Save(ctx context.Context, key runtime.SessionKey, lease runtime.
 	defer cancel()
 	raw, err := s.runSave(bctx, k.list(), args)
 	if err != nil {
-		return 0, fail(ctx, op, err)
+		return 0, failSession(ctx, op, key, err)
 	}
 	r := reply(raw)
-	if ok, err := r.ok(); err != nil {
-		return 0, fmt.Errorf("%s: %w", op, err)
-	} else if !ok {
+	if status, err := r.int(0); err != nil {
+		return 0, fmt.Errorf("%s: %w: %v", op, runtime.ErrStoreUnavailable, err)
+	} else if status == 2 {
+		size, _ := r.int(1)
+		return 0, fmt.Errorf("%s: %w: %d bytes, over the limit of %d", op, runtime.ErrSessionTooLarge, size, s.opts.MaxSessionBytes)
+	} else if status != 1 {
 		return 0, fmt.Errorf("%s: %w", op, runtime.ErrLeaseLost)
 	}
 	version, err1 := r.int(1)
@@ -288,9 +321,9 @@ func (s *Redis) saveArgs(lease runtime.Lease, w runtime.Write) ([]any, error) {
 		}
 		return "0"
 	}
-	args := make([]any, 0, 7+len(w.Messages))
+	args := make([]any, 0, 8+len(w.Messages))
 	args = append(args, lease.Token, s.opts.SessionTTL.Milliseconds(), flag(w.Replace), w.ActiveAgent,
-		rand.Text(), rand.Text(), flag(w.Release))
+		rand.Text(), rand.Text(), flag(w.Release), s.opts.MaxSessionBytes)
 	for i := range w.Messages {
 		b, err := json.Marshal(w.Messages[i])
 		if err != nil {

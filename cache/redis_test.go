@@ -76,14 +76,14 @@ func testKey(tb testing.TB, s runtime.Store) runtime.SessionKey {
 func TestRedis(t *testing.T) {
 	u := testRedisURL(t)
 	storetest.Run(t, func(t *testing.T, cfg storetest.Config) runtime.Store {
-		return openRedis(t, Options{URL: u, SessionTTL: cfg.SessionTTL, LockLease: cfg.LockLease})
+		return openRedis(t, Options{URL: u, SessionTTL: cfg.SessionTTL, LockLease: cfg.LockLease, MaxSessionBytes: cfg.MaxSessionBytes})
 	})
 }
 
 func TestRedisWithoutCache(t *testing.T) {
 	u := testRedisURL(t)
 	storetest.Run(t, func(t *testing.T, cfg storetest.Config) runtime.Store {
-		return openRedis(t, Options{URL: u, SessionTTL: cfg.SessionTTL, LockLease: cfg.LockLease, CacheEntries: -1})
+		return openRedis(t, Options{URL: u, SessionTTL: cfg.SessionTTL, LockLease: cfg.LockLease, CacheEntries: -1, MaxSessionBytes: cfg.MaxSessionBytes})
 	})
 }
 

@@ -18,7 +18,9 @@ import (
 // (even once that save released the lock), and Renew and Release compare
 // the token first.
 
-// luaRead is shared by acquire and load. It returns the session's state,
+// luaRead is shared by acquire and load. It returns the session's state
+// (the version as stored, a string, so that a damaged one is reported as
+// such rather than cutting the reply short),
 // sending only the messages the caller lacks: when the caller's cached epoch
 // matches and the list is as long as meta says, messages from index `have`
 // on; otherwise all of them. Within one epoch the list only grows, and every
@@ -31,7 +33,7 @@ local function read(epoch, have)
   local n = redis.call('LLEN', KEYS[1])
   local from = 0
   if meta[3] == epoch and tonumber(meta[4]) == n and have <= n then from = have end
-  return {1, meta[1] or '', tonumber(meta[2]), meta[3] or '', n, from, redis.call('LRANGE', KEYS[1], from, -1)}
+  return {1, meta[1] or '', meta[2], meta[3] or '', n, from, redis.call('LRANGE', KEYS[1], from, -1)}
 end
 `
 
@@ -53,9 +55,12 @@ return read(ARGV[1], tonumber(ARGV[2])) or {0}
 
 // luaSave: ARGV = token, session ttl ms, replace ("1" or "0"), active agent,
 // a fresh epoch (used when the session is new or replaced), write id,
-// release ("1" or "0"), then the messages as JSON. Returns {0} when the lease
-// is lost (nothing written), else {1, version, epoch, len, index of the first
-// message written}. With release set the lock is deleted after the write, so
+// release ("1" or "0"), max session bytes, then the messages as JSON.
+// Returns {0} when the lease is lost (nothing written), {2, bytes} when the
+// transcript would grow past max session bytes (nothing written), else {1,
+// version, epoch, len, index of the first message written}. meta's bytes
+// counts the transcript's JSON (a session stored before it was kept counts
+// from 0). With release set the lock is deleted after the write, so
 // that a run's last save and its release are one round trip.
 // A list that disagrees with meta's len (evicted under memory pressure)
 // starts a new epoch so that no cache trusts it.
@@ -66,24 +71,29 @@ return read(ARGV[1], tonumber(ARGV[2])) or {0}
 // lease, for a write that happened). Nothing is deleted on a retry: the first
 // run did release, and the lock may since be another run's.
 const luaSave = `
-local count = #ARGV - 7
-local meta = redis.call('HMGET', KEYS[2], 'version', 'epoch', 'len', 'write')
+local count = #ARGV - 8
+local meta = redis.call('HMGET', KEYS[2], 'version', 'epoch', 'len', 'write', 'bytes')
 if meta[4] == ARGV[6] then
   local n = tonumber(meta[3])
   return {1, tonumber(meta[1]), meta[2], n, n - count}
 end
 if redis.call('GET', KEYS[3]) ~= ARGV[1] then return {0} end
 local epoch = meta[2]
-if ARGV[3] == '1' or not epoch or tonumber(meta[3]) ~= redis.call('LLEN', KEYS[1]) then
+local reset = ARGV[3] == '1' or not epoch or tonumber(meta[3]) ~= redis.call('LLEN', KEYS[1])
+local bytes = 0
+if not reset then bytes = tonumber(meta[5]) or 0 end
+for i = 9, #ARGV do bytes = bytes + #ARGV[i] end
+if bytes > tonumber(ARGV[8]) then return {2, bytes} end
+if reset then
   redis.call('DEL', KEYS[1])
   epoch = ARGV[5]
 end
-for i = 8, #ARGV, 1000 do
+for i = 9, #ARGV, 1000 do
   redis.call('RPUSH', KEYS[1], unpack(ARGV, i, math.min(i + 999, #ARGV)))
 end
 local n = redis.call('LLEN', KEYS[1])
 local version = redis.call('HINCRBY', KEYS[2], 'version', 1)
-redis.call('HSET', KEYS[2], 'agent', ARGV[4], 'epoch', epoch, 'len', n, 'write', ARGV[6])
+redis.call('HSET', KEYS[2], 'agent', ARGV[4], 'epoch', epoch, 'len', n, 'write', ARGV[6], 'bytes', bytes)
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 redis.call('PEXPIRE', KEYS[2], ARGV[2])
 if ARGV[7] == '1' then redis.call('DEL', KEYS[3]) end

@@ -37,6 +37,8 @@ const (
 	codeStoreUnavailable = "store_unavailable"
 	codeUpstreamTimeout  = "upstream_timeout"
 	codeDraining         = "draining"
+	codeSessionTooLarge  = "session_too_large"
+	codeSessionCorrupt   = "session_corrupt"
 	codeInternal         = "internal_error"
 	codeClientClosed     = "client_closed_request"
 )
@@ -65,6 +67,7 @@ const statusClientClosed = 499
 // with. This is the one place where run failures meet HTTP statuses.
 func fromRunError(err error) *Error {
 	var ge *Error
+	var corrupt *runtime.SessionCorruptError
 	switch {
 	case errors.As(err, &ge):
 		return ge
@@ -81,6 +84,12 @@ func fromRunError(err error) *Error {
 		return &Error{Status: http.StatusUnprocessableEntity, Code: codeMaxSteps, Message: err.Error()}
 	case errors.Is(err, runtime.ErrGraph):
 		return &Error{Status: http.StatusInternalServerError, Code: codeGraphError, Message: err.Error()}
+	case errors.As(err, &corrupt):
+		return &Error{Status: http.StatusInternalServerError, Code: codeSessionCorrupt,
+			Message: corrupt.Error() + "; DELETE /v1/sessions/" + corrupt.ID + " forgets it"}
+	case errors.Is(err, runtime.ErrSessionTooLarge):
+		return &Error{Status: http.StatusRequestEntityTooLarge, Code: codeSessionTooLarge,
+			Message: "this turn would make the stored session larger than store.max_session_bytes; nothing of it was saved (start a new session, or delete this one)"}
 	case errors.Is(err, runtime.ErrStoreUnavailable):
 		return &Error{Status: http.StatusServiceUnavailable, Code: codeStoreUnavailable, Message: "the session store cannot be reached; retry later"}
 	case errors.Is(err, runtime.ErrUpstreamTimeout):

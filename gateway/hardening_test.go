@@ -9,10 +9,14 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/switchboard-ai/switchboard/internal/fakeupstream"
 	"github.com/switchboard-ai/switchboard/internal/gwtest"
@@ -245,5 +249,84 @@ graphs:
 	}
 	if !strings.Contains(logs.String(), "model call failed") {
 		t.Errorf("the failures were not logged:\n%s", logs.String())
+	}
+}
+
+func TestSessionSizeIsBounded(t *testing.T) {
+	// Issue 23: 12 turns of 3 MiB made a 37.7 MB session. Here turns of
+	// about 20 KB against a 64 KB bound: the fourth is refused whole.
+	yaml := strings.Replace(hardYAML, "providers:", "store: {max_session_bytes: 65536}\nproviders:", 1)
+	gw, fake := hardGateway(t, yaml)
+	fake.SetFallback(func(fakeupstream.Request) fakeupstream.Reply { return fakeupstream.Reply{Text: "noted"} })
+	session := map[string]string{"X-Session-Id": "big-" + strconv.FormatInt(time.Now().UnixNano(), 36)}
+	chunk := strings.Repeat("0123456789", 2000)
+	for turn := 1; turn <= 3; turn++ {
+		if r := gw.Chat(gwtest.User("chat", chunk), session); r.Status != http.StatusOK {
+			t.Fatalf("turn %d: %d %s", turn, r.Status, r.Body)
+		}
+	}
+	r := gw.Chat(gwtest.User("chat", chunk), session)
+	if r.Status != http.StatusRequestEntityTooLarge || r.ErrorCode(t) != "session_too_large" {
+		t.Fatalf("a turn past max_session_bytes: %d %s", r.Status, r.Body)
+	}
+	var sess struct {
+		Version    int              `json:"version"`
+		Transcript []map[string]any `json:"transcript"`
+	}
+	gw.Do(context.Background(), http.MethodGet, "/v1/sessions/"+session["X-Session-Id"], nil, nil).Decode(t, &sess)
+	if sess.Version != 3 || len(sess.Transcript) != 6 {
+		t.Errorf("after the refused turn: version %d, %d messages; want 3 and 6 (nothing saved)", sess.Version, len(sess.Transcript))
+	}
+	// The session is not locked by the refused turn.
+	if r := gw.Chat(gwtest.User("chat", "short"), session); r.Status != http.StatusOK {
+		t.Errorf("a short turn after the refused one: %d %s", r.Status, r.Body)
+	}
+}
+
+func TestCorruptStoredSessionIs500NamingIt(t *testing.T) {
+	u := os.Getenv("SWITCHBOARD_TEST_REDIS_URL")
+	if u == "" {
+		u = "redis://127.0.0.1:6379/0"
+	}
+	opts, err := redis.ParseURL(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(opts)
+	t.Cleanup(func() { rdb.Close() })
+	if err := rdb.Ping(t.Context()).Err(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("redis at %s is needed in CI: %v", u, err)
+		}
+		t.Skipf("redis at %s does not answer: %v", u, err)
+	}
+	yaml := strings.Replace(hardYAML, "providers:", "store: {url: \""+u+"\"}\nproviders:", 1)
+	yaml = strings.Replace(yaml, "server:\n", "server:\n  api_keys: [{name: hardening, key: k-hard-1}]\n", 1)
+	gw, fake := hardGateway(t, yaml)
+	fake.SetFallback(func(fakeupstream.Request) fakeupstream.Reply { return fakeupstream.Reply{Text: "ok"} })
+	id := "corrupt-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	head := map[string]string{"X-Session-Id": id, "Authorization": "Bearer k-hard-1"}
+	meta := "sb:{hardening:" + id + "}:meta"
+	t.Cleanup(func() { rdb.Del(context.Background(), meta, "sb:{hardening:"+id+"}:msgs", "sb:{hardening:"+id+"}:lock") })
+	if r := gw.Chat(gwtest.User("chat", "hi"), head); r.Status != http.StatusOK {
+		t.Fatalf("first turn: %d %s", r.Status, r.Body)
+	}
+	if err := rdb.HSet(t.Context(), meta, "version", "not-a-number").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []*gwtest.Response{
+		gw.Chat(gwtest.User("chat", "again"), head),
+		gw.Do(context.Background(), http.MethodGet, "/v1/sessions/"+id, nil, head),
+	} {
+		if r.Status != http.StatusInternalServerError || r.ErrorCode(t) != "session_corrupt" || !strings.Contains(string(r.Body), id) {
+			t.Errorf("a corrupt session: %d %s, want 500 session_corrupt naming %s", r.Status, r.Body, id)
+		}
+	}
+	// Deleting it starts over.
+	if r := gw.Do(context.Background(), http.MethodDelete, "/v1/sessions/"+id, nil, head); r.Status != http.StatusNoContent {
+		t.Errorf("DELETE: %d %s", r.Status, r.Body)
+	}
+	if r := gw.Chat(gwtest.User("chat", "fresh"), head); r.Status != http.StatusOK {
+		t.Errorf("after DELETE: %d %s", r.Status, r.Body)
 	}
 }

@@ -92,7 +92,7 @@ func New(opts Options) *Server {
 	v1.GET("/models/:id", s.getModel)
 	v1.GET("/sessions/:id", s.getSession)
 	v1.DELETE("/sessions/:id", s.deleteSession)
-	v1.POST("/responses", s.createResponse)
+	v1.POST("/responses", s.admitRun, s.createResponse)
 	v1.GET("/responses/:id", s.getResponse)
 	v1.DELETE("/responses/:id", s.deleteResponse)
 	e.NoRoute(func(c *gin.Context) {

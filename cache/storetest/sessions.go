@@ -3,6 +3,7 @@ package storetest
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -246,5 +247,38 @@ func testTTL(t *testing.T, open NewStore) {
 	release(t, s, k, lease)
 	if diff := cmp.Diff(&runtime.Session{}, sess); diff != "" {
 		t.Errorf("Acquire after the TTL mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// testSessionTooLarge: a save that would make the transcript's JSON larger
+// than max_session_bytes fails with ErrSessionTooLarge and writes nothing;
+// a Replace counts from zero.
+func testSessionTooLarge(t *testing.T, open NewStore) {
+	cfg := defaults()
+	cfg.MaxSessionBytes = 4096
+	s := open(t, cfg)
+	k := sessionKey(t, s, "big")
+	kilo := func(c string) runtime.Message { return text(runtime.RoleUser, strings.Repeat(c, 1000)) }
+	write(t, s, k, runtime.Write{Messages: []runtime.Message{kilo("a"), kilo("b")}, ActiveAgent: "a1"})
+	write(t, s, k, runtime.Write{Messages: []runtime.Message{kilo("c")}, ActiveAgent: "a1"})
+	before, err := s.Load(t.Context(), k)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	sess, lease := acquire(t, s, k)
+	_, err = s.Save(t.Context(), k, lease, runtime.Write{Messages: []runtime.Message{kilo("d"), kilo("e")}, ActiveAgent: "a2"})
+	wantErr(t, "a save past max_session_bytes", err, runtime.ErrSessionTooLarge)
+	release(t, s, k, lease)
+	if sess.Version != 2 {
+		t.Fatalf("version %d before the refused save, want 2", sess.Version)
+	}
+	wantSession(t, s, k, before)
+
+	// A transcript rewritten small (an input filter) may grow again.
+	v := write(t, s, k, runtime.Write{Messages: []runtime.Message{kilo("f")}, Replace: true, ActiveAgent: "a3"})
+	write(t, s, k, runtime.Write{Messages: []runtime.Message{kilo("g"), kilo("h")}, ActiveAgent: "a3"})
+	if v != 3 {
+		t.Fatalf("version %d after the replace, want 3", v)
 	}
 }

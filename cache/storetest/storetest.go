@@ -33,6 +33,8 @@ type Config struct {
 	SessionTTL time.Duration
 	// LockLease is the store's lock lease.
 	LockLease time.Duration
+	// MaxSessionBytes is the store's max_session_bytes; 0 is its default.
+	MaxSessionBytes int64
 }
 
 // NewStore opens a store configured with cfg for one test and closes it when
@@ -69,6 +71,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"TwoGatewaysAlternate", testTwoGateways},
 		{"ConcurrentTurns", testConcurrency},
 		{"PingAndClose", testPingClose},
+		{"SessionSizeIsBounded", testSessionTooLarge},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -69,12 +69,13 @@ func New(ctx context.Context, cfg *graphs.Set, log *slog.Logger, opts ...Option)
 	metrics := telemetry.NewMetrics(reg)
 
 	store, err := cache.Open(ctx, cache.Options{
-		URL:            cfg.Store.URL,
-		SessionTTL:     cfg.Store.SessionTTL,
-		Timeout:        cfg.Store.Timeout,
-		LockLease:      cfg.Store.LockLease,
-		WaitReplicas:   cfg.Store.WaitReplicas,
-		TracerProvider: tracing.Provider,
+		URL:             cfg.Store.URL,
+		SessionTTL:      cfg.Store.SessionTTL,
+		Timeout:         cfg.Store.Timeout,
+		LockLease:       cfg.Store.LockLease,
+		WaitReplicas:    cfg.Store.WaitReplicas,
+		MaxSessionBytes: cfg.Store.MaxSessionBytes,
+		TracerProvider:  tracing.Provider,
 	})
 	if err != nil {
 		_ = tracing.Shutdown(ctx)
