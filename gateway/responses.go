@@ -34,6 +34,9 @@ type responsesCall struct {
 	// temporary is a session forked only for this run (store: false with a
 	// previous response), deleted when the run ends.
 	temporary bool
+	// fresh is a new session the gateway named for this run: it starts with
+	// all the input's history (see Runner.Seed).
+	fresh bool
 }
 
 func (s *Server) createResponse(c *gin.Context) {
@@ -104,6 +107,7 @@ func (call *responsesCall) session() (string, *Error) {
 	case header != "":
 		return header, nil
 	default:
+		call.fresh = true
 		return newSessionID(), nil
 	}
 }
@@ -153,6 +157,12 @@ func (call *responsesCall) run(sessionID string) {
 	}
 	if sessionID != "" && w != nil {
 		c.Header(s.cfg.Server.SessionHeader, sessionID)
+	}
+	if call.fresh {
+		if err := call.seed(ctx, sessionID); err != nil {
+			call.fail(rnd, err)
+			return
+		}
 	}
 	res, err := call.runOrFork(ctx, rreq, emit)
 	if err != nil {
@@ -205,6 +215,25 @@ func (call *responsesCall) runOrFork(ctx context.Context, rreq *runtime.Request,
 		return nil, call.forkError(err)
 	}
 	return call.s.opts.Runner.Run(ctx, rreq, emit)
+}
+
+// seed writes the input's history, up to its last assistant message, to a
+// new session: a client that sends a whole conversation (a stateless agent
+// SDK) keeps it all, where a run in a session takes only the input after
+// the last assistant message as new.
+func (call *responsesCall) seed(ctx context.Context, sessionID string) error {
+	msgs := call.req.messages
+	k := 0
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == runtime.RoleAssistant {
+			k = i + 1
+			break
+		}
+	}
+	if k == 0 {
+		return nil
+	}
+	return call.s.opts.Runner.Seed(ctx, runtime.SessionKey{Principal: call.principal, ID: sessionID}, msgs[:k])
 }
 
 // forkError explains a fork that cannot be made.

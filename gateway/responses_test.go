@@ -532,3 +532,32 @@ func TestResponsesConcurrentContinuations(t *testing.T) {
 			quick.Metadata["sessionId"], quick.text())
 	}
 }
+
+// A client that sends a whole conversation without previous_response_id (a
+// stateless agent SDK replaying its items) has all of it kept: the
+// provider sees it in order and the new session holds it.
+func TestResponsesWholeHistory(t *testing.T) {
+	stores(t, func(t *testing.T, storeURL string) {
+		gw, fake := sessionDesk(t, storeURL, fakeupstream.Reply{Text: "Sunny in Oslo."}, fakeupstream.Reply{Text: "You're welcome."})
+		body := map[string]any{"model": "support", "tools": []any{respWeatherTool}, "input": []any{
+			map[string]any{"role": "user", "content": "weather in Oslo?"},
+			map[string]any{"type": "function_call", "id": "fc_1", "call_id": "w1", "name": "get_weather", "arguments": `{"city":"Oslo"}`, "status": "completed"},
+			map[string]any{"type": "function_call_output", "call_id": "w1", "output": "sunny"},
+		}}
+		r := create(t, gw, body, nil)
+		if r.text() != "Sunny in Oslo." {
+			t.Fatalf("reply %q", r.text())
+		}
+		req := fake.Requests()[0]
+		if !cmp.Equal(upstreamTexts(req), []string{"user:weather in Oslo?"}) || toolResults(req)["w1"] != "sunny" {
+			t.Errorf("the provider saw %v, results %v", upstreamTexts(req), toolResults(req))
+		}
+		if _, s := getSession(t, gw, r.Metadata["sessionId"], nil); len(s.Transcript) != 4 {
+			t.Errorf("the new session holds %d messages, want 4", len(s.Transcript))
+		}
+		r2 := create(t, gw, input("thanks", "previous_response_id", r.ID), nil)
+		if got := upstreamTexts(fake.Requests()[1]); !cmp.Equal(got, []string{"user:weather in Oslo?", "assistant:Sunny in Oslo.", "user:thanks"}) || r2.Metadata["sessionId"] != r.Metadata["sessionId"] {
+			t.Errorf("the next turn saw %v in %s", got, r2.Metadata["sessionId"])
+		}
+	})
+}

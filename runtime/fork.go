@@ -96,3 +96,23 @@ func (r *Runner) Fork(ctx context.Context, src SessionKey, at Point, dst Session
 	}
 	return nil
 }
+
+// Seed starts the session dst with msgs as its history, as if earlier turns
+// had written them: a client that sends a whole conversation to start a new
+// session (a Responses request without previous_response_id) keeps it all,
+// where a run would keep only the input after its last assistant message.
+// dst must be a session nobody else uses (a fresh id).
+func (r *Runner) Seed(ctx context.Context, dst SessionKey, msgs []Message) error {
+	if r.opts.Store == nil {
+		return fmt.Errorf("seed session: %w: sessions are not configured", ErrInvalidRequest)
+	}
+	_, lease, err := r.opts.Store.Acquire(ctx, dst)
+	if err != nil {
+		return fmt.Errorf("seed session: %w", err)
+	}
+	if _, err := r.opts.Store.Save(ctx, dst, lease, Write{Messages: msgs, Replace: true, Release: true}); err != nil {
+		_ = r.opts.Store.Release(context.WithoutCancel(ctx), dst, lease)
+		return fmt.Errorf("seed session: %w", err)
+	}
+	return nil
+}
