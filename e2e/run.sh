@@ -129,8 +129,10 @@ export OPENAI_GO_TEST_BIN="$work/openai-go.test"
 
 cd "$here"
 status=0
-# One file at a time: every test scripts the one shared fake upstream.
-node --test --test-reporter=spec --test-concurrency=1 --test-timeout=15000 ./*.test.mjs || status=$?
+# One file at a time: every test scripts the one shared fake upstream. The
+# timeout also bounds a whole file, imports included: the Agents SDK alone
+# takes seconds to load on a busy 2-core machine.
+node --test --test-reporter=spec --test-concurrency=1 --test-timeout=60000 ./*.test.mjs || status=$?
 log "the Go suite: openai-go, its generated tests, the published schema"
 (cd "$here/goclient" && "$work/goclient.test" -test.v -test.count=1 -test.timeout=5m) || status=$?
 exit "$status"
