@@ -73,7 +73,11 @@ for i in $(seq "$runs"); do
   failed=$((failed + 1))
   # node's spec reporter marks a failed test with ✖ (the summary repeats it).
   names="$(grep -E '^[[:space:]]*✖ ' "$out" | sed -E 's/^[[:space:]]*✖ //; s/ \([0-9.]+m?s\)$//' | grep -vx 'failing tests:' | sort -u || true)"
-  [[ $status -eq 124 ]] && names="${names:+$names$'\n'}(timed out after ${run_timeout}s)"
+  # A file that node's --test-timeout cancelled is named with no test.
+  if grep -q "test timed out after" "$out"; then
+    names="${names:+$names$'\n'}($(grep -m1 -o 'test timed out after [0-9]*ms' "$out"))"
+  fi
+  [[ $status -eq 124 ]] && names="${names:+$names$'\n'}(the run timed out after ${run_timeout}s)"
   [[ -n $names ]] || names="(no failed test named; see the log)"
   while IFS= read -r n; do failed_tests["$n"]=$(( ${failed_tests["$n"]:-0} + 1 )); done <<<"$names"
   log "run $i/$runs: FAILED (exit $status), log $out:"
