@@ -103,12 +103,14 @@ func (u *upstream) complete(ctx context.Context, client *openai.Client, a *attem
 // timer bounds each wait for the next event, within the call's deadline.
 func (u *upstream) stream(ctx context.Context, cancel context.CancelCauseFunc, client *openai.Client, a *attempt,
 	oreq openai.ChatCompletionRequest, onDelta func(string)) (*runtime.ChatResponse, error) {
-	if _, err := client.CreateChatCompletionStream(ctx, oreq); err != nil {
+	// An open stream comes back as errStreamOpened, its body in a.
+	_, err := client.CreateChatCompletionStream(ctx, oreq)
+	switch {
+	case err == nil:
+		return nil, errors.New("providers: go-openai was handed an open stream")
+	case !errors.Is(err, errStreamOpened):
 		return nil, err
 	}
-	// go-openai's stream reader is dropped at once: the body is read here
-	// (eventReader), and closing the reader only closes the body. Kept, it
-	// held a 4 KB read buffer of its own for the whole stream.
 	defer a.body.Close()
 	idle := time.AfterFunc(u.idle, func() { cancel(errStreamIdle) })
 	defer idle.Stop()

@@ -39,8 +39,17 @@ func newTransport(timeout time.Duration) *http.Transport {
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
 		ResponseHeaderTimeout: timeout,
+		ReadBufferSize:        readBuffer,
 	}
 }
+
+// readBuffer is the size of an HTTP/1.1 connection's read buffer, which a
+// stream holds for as long as it lasts. A stream's body is read through
+// the event reader's own buffer (eventBuffer) a line at a time, and a
+// plain answer's is read whole into one buffer of its size (readBounded):
+// net/http's default 4 KB only saved read calls when many chunks arrive at
+// once.
+const readBuffer = 1 << 10
 
 // propagator injects the trace context of the request's context into its
 // headers, so the provider's spans (when it traces) join the run's trace.
@@ -159,8 +168,18 @@ func (a *attempt) Do(req *http.Request) (*http.Response, error) {
 		resp.Body = &spanBody{ReadCloser: resp.Body, span: span}
 		a.body = resp.Body
 	}
+	if a.stream && a.opened {
+		return nil, errStreamOpened
+	}
 	return resp, nil
 }
+
+// errStreamOpened is what Do answers go-openai once a stream is open: the
+// stream's body is read from the attempt (eventReader), and go-openai,
+// handed the response, would wrap it in a stream reader with a 4 KB read
+// buffer, never read through, the largest allocation of an open stream
+// (issue 22). Error answers still go to go-openai, which decodes them.
+var errStreamOpened = errors.New("stream opened")
 
 // endSpan ends a failed attempt's span. A transport error names the
 // provider's address, fine for a trace, but never a credential.
