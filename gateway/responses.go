@@ -155,7 +155,7 @@ func (call *responsesCall) run(sessionID string) {
 	if call.temporary {
 		defer call.forget(sessionID)
 	}
-	if sessionID != "" && w != nil {
+	if sessionID != "" && w != nil && !call.temporary {
 		c.Header(s.cfg.Server.SessionHeader, sessionID)
 	}
 	if call.fresh {

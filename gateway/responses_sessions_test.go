@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/switchboard-ai/switchboard/internal/fakeupstream"
+	"github.com/switchboard-ai/switchboard/internal/gwtest"
 )
 
 // Responses as points of sessions: continuing, forking, the session header,
@@ -206,6 +207,35 @@ func TestResponsesWholeHistory(t *testing.T) {
 		r2 := create(t, gw, input("thanks", "previous_response_id", r.ID), nil)
 		if got := upstreamTexts(fake.Requests()[1]); !cmp.Equal(got, []string{"user:weather in Oslo?", "assistant:Sunny in Oslo.", "user:thanks"}) || r2.Metadata["sessionId"] != r.Metadata["sessionId"] {
 			t.Errorf("the next turn saw %v in %s", got, r2.Metadata["sessionId"])
+		}
+	})
+}
+
+// Stored responses are scoped per principal: another key cannot read,
+// delete or continue them.
+func TestResponsesIsolatedPerPrincipal(t *testing.T) {
+	stores(t, func(t *testing.T, storeURL string) {
+		fake := fakeupstream.New(t, fakeupstream.Reply{Text: "for acme"})
+		tools := newToolServer(t)
+		yaml := strings.Replace(deskYAML, "server:\n  listen: 127.0.0.1:0\n", authYAML, 1) + "store: {url: \"" + storeURL + "\"}\n"
+		gw := gwtest.Start(t, yaml, map[string]string{"FAKE_URL": fake.URL, "TOOLS_URL": tools.URL})
+		acme := map[string]string{"Authorization": "Bearer key-acme"}
+		globex := map[string]string{"Authorization": "Bearer key-globex"}
+		r := create(t, gw, input("hello"), acme)
+		for _, res := range []*gwtest.Response{
+			getResp(gw, r.ID, globex),
+			gw.Do(context.Background(), http.MethodDelete, "/v1/responses/"+r.ID, nil, globex),
+			gw.Do(context.Background(), http.MethodPost, "/v1/responses", input("x", "previous_response_id", r.ID), globex),
+		} {
+			if res.Status != http.StatusNotFound || res.ErrorCode(t) != "response_not_found" {
+				t.Errorf("globex reached acme's response: %d %s", res.Status, res.Body)
+			}
+		}
+		if got := getResp(gw, r.ID, acme); got.Status != http.StatusOK {
+			t.Errorf("acme lost its response: %d", got.Status)
+		}
+		if got := getResp(gw, r.ID, nil); got.Status != http.StatusUnauthorized {
+			t.Errorf("no key: %d", got.Status)
 		}
 	})
 }
