@@ -307,7 +307,9 @@ func TestCorruptStoredSessionIs500NamingIt(t *testing.T) {
 	id := "corrupt-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	head := map[string]string{"X-Session-Id": id, "Authorization": "Bearer k-hard-1"}
 	meta := "sb:{hardening:" + id + "}:meta"
-	t.Cleanup(func() { rdb.Del(context.Background(), meta, "sb:{hardening:"+id+"}:msgs", "sb:{hardening:"+id+"}:lock") })
+	t.Cleanup(func() {
+		rdb.Del(context.Background(), meta, "sb:{hardening:"+id+"}:msgs", "sb:{hardening:"+id+"}:lock")
+	})
 	if r := gw.Chat(gwtest.User("chat", "hi"), head); r.Status != http.StatusOK {
 		t.Fatalf("first turn: %d %s", r.Status, r.Body)
 	}
