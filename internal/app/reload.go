@@ -152,13 +152,20 @@ func (gs *generations) close() {
 }
 
 // keepRestartSettings copies into next the settings that take effect only
-// at start (the listen address, the store, the trace export), and returns
+// at start (the listen address and the HTTP server's timeouts, the store,
+// the trace export), and returns
 // the names of those that next would have changed.
 func keepRestartSettings(cur, next *graphs.Set) []string {
 	var changed []string
 	if cur.Server.Listen != next.Server.Listen {
 		changed = append(changed, "server.listen")
 		next.Server.Listen = cur.Server.Listen
+	}
+	// The HTTP server's own timeouts are set once, on the listener.
+	if cur.Server.ReadTimeout != next.Server.ReadTimeout || cur.Server.IdleTimeout != next.Server.IdleTimeout {
+		changed = append(changed, "server.read_timeout/idle_timeout")
+		next.Server.ReadTimeout = cur.Server.ReadTimeout
+		next.Server.IdleTimeout = cur.Server.IdleTimeout
 	}
 	if cur.Server.ReadTimeout != next.Server.ReadTimeout || cur.Server.IdleTimeout != next.Server.IdleTimeout {
 		changed = append(changed, "server.read_timeout/idle_timeout")
