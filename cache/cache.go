@@ -13,6 +13,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/switchboard-ai/switchboard/graphs"
 	"github.com/switchboard-ai/switchboard/runtime"
 )
 
@@ -50,35 +51,29 @@ type Options struct {
 	TracerProvider trace.TracerProvider
 }
 
-// Defaults applied by init.
-const (
-	defaultSessionTTL   = 24 * time.Hour
-	defaultTimeout      = 2 * time.Second
-	defaultLockLease    = 30 * time.Second
-	defaultCacheEntries = 1024
-	// defaultMaxSessionBytes is graphs.DefaultMaxSessionBytes.
-	defaultMaxSessionBytes = 16 << 20
-)
+// defaultCacheEntries is the Redis store's transcript cache size; the
+// other defaults are the config's (graphs/defaults.go).
+const defaultCacheEntries = 1024
 
-// init applies the defaults; it is the one place that knows them.
+// init applies the defaults, the same as the config's.
 func (o *Options) init() {
 	if o.URL == "" {
-		o.URL = "memory://"
+		o.URL = graphs.DefaultStoreURL
 	}
 	if o.SessionTTL <= 0 {
-		o.SessionTTL = defaultSessionTTL
+		o.SessionTTL = graphs.DefaultSessionTTL
 	}
 	if o.Timeout <= 0 {
-		o.Timeout = defaultTimeout
+		o.Timeout = graphs.DefaultStoreTimeout
 	}
 	if o.LockLease <= 0 {
-		o.LockLease = defaultLockLease
+		o.LockLease = graphs.DefaultLockLease
 	}
 	if o.CacheEntries == 0 {
 		o.CacheEntries = defaultCacheEntries
 	}
 	if o.MaxSessionBytes <= 0 {
-		o.MaxSessionBytes = defaultMaxSessionBytes
+		o.MaxSessionBytes = graphs.DefaultMaxSessionBytes
 	}
 }
 

@@ -10,25 +10,6 @@ import (
 	"time"
 )
 
-// Defaults of CONTRACT §2 and graph.go.
-const (
-	defaultListen          = "127.0.0.1:8080"
-	defaultSessionHeader   = "X-Session-Id"
-	defaultMaxBodyBytes    = 4 << 20
-	defaultDrainTimeout    = 30 * time.Second
-	defaultStoreURL        = "memory://"
-	defaultSessionTTL      = 24 * time.Hour
-	defaultStoreTimeout    = 2 * time.Second
-	defaultLockLease       = 30 * time.Second
-	defaultServiceName     = "switchboard"
-	defaultProviderKind    = "openai"
-	defaultProviderTimeout = 120 * time.Second
-	defaultToolTimeout     = 30 * time.Second
-	defaultHookTimeout     = 5 * time.Second
-	defaultMaxHandoffs     = 5
-	defaultMaxSteps        = 20
-)
-
 // headerNamePattern is an HTTP header field name (RFC 9110 token).
 var headerNamePattern = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 
@@ -63,16 +44,16 @@ func compileServer(r *rawServer, p *problems) Server {
 		Listen:        r.Listen,
 		SessionHeader: r.SessionHeader,
 		Passthrough:   r.Passthrough,
-		MaxBodyBytes:  defaultMaxBodyBytes,
-		DrainTimeout:  duration(r.DrainTimeout, defaultDrainTimeout, "server.drain_timeout", p),
+		MaxBodyBytes:  DefaultMaxBodyBytes,
+		DrainTimeout:  duration(r.DrainTimeout, DefaultDrainTimeout, "server.drain_timeout", p),
 	}
 	if s.Listen == "" {
-		s.Listen = defaultListen
+		s.Listen = DefaultListen
 	} else if _, _, err := net.SplitHostPort(s.Listen); err != nil {
 		p.addf("server.listen: %q is not host:port (e.g. 127.0.0.1:8080 or :8080)", s.Listen)
 	}
 	if s.SessionHeader == "" {
-		s.SessionHeader = defaultSessionHeader
+		s.SessionHeader = DefaultSessionHeader
 	} else if !headerNamePattern.MatchString(s.SessionHeader) {
 		p.addf("server.session_header: %q is not a valid header name", s.SessionHeader)
 	}
@@ -118,12 +99,12 @@ func compileServer(r *rawServer, p *problems) Server {
 func compileStore(r *rawStore, p *problems) Store {
 	s := Store{
 		URL:        r.URL,
-		SessionTTL: duration(r.SessionTTL, defaultSessionTTL, "store.session_ttl", p),
-		Timeout:    duration(r.Timeout, defaultStoreTimeout, "store.timeout", p),
-		LockLease:  duration(r.LockLease, defaultLockLease, "store.lock_lease", p),
+		SessionTTL: duration(r.SessionTTL, DefaultSessionTTL, "store.session_ttl", p),
+		Timeout:    duration(r.Timeout, DefaultStoreTimeout, "store.timeout", p),
+		LockLease:  duration(r.LockLease, DefaultLockLease, "store.lock_lease", p),
 	}
 	if s.URL == "" {
-		s.URL = defaultStoreURL
+		s.URL = DefaultStoreURL
 	}
 	compileStoreLimits(r, &s, p)
 	compileWaitReplicas(r, &s, p)
@@ -138,7 +119,7 @@ func compileTelemetry(r *rawTelemetry, p *problems) Telemetry {
 		CaptureContent: r.CaptureContent,
 	}
 	if t.ServiceName == "" {
-		t.ServiceName = defaultServiceName
+		t.ServiceName = DefaultServiceName
 	}
 	if t.OTLPEndpoint != "" {
 		checkURL(t.OTLPEndpoint, "telemetry.otlp_endpoint", p)
@@ -153,10 +134,10 @@ func compileProviders(raw map[string]rawProvider, builtin map[string]Provider, p
 	for name, b := range builtin {
 		b.Name = name
 		if b.Kind == "" {
-			b.Kind = defaultProviderKind
+			b.Kind = ProviderOpenAI
 		}
 		if b.Timeout == 0 {
-			b.Timeout = defaultProviderTimeout
+			b.Timeout = DefaultProviderTimeout
 		}
 		b.Headers = maps.Clone(b.Headers)
 		out[name] = b
@@ -171,7 +152,7 @@ func compileProviders(raw map[string]rawProvider, builtin map[string]Provider, p
 		}
 		prov, ok := out[name]
 		if !ok {
-			prov = Provider{Name: name, Kind: defaultProviderKind, Timeout: defaultProviderTimeout}
+			prov = Provider{Name: name, Kind: ProviderOpenAI, Timeout: DefaultProviderTimeout}
 		}
 		if r.BaseURL != "" {
 			prov.BaseURL = r.BaseURL
@@ -201,7 +182,7 @@ func compileProviders(raw map[string]rawProvider, builtin map[string]Provider, p
 				prov.Headers[k] = r.Headers[k]
 			}
 		}
-		if prov.Kind != "demo" && prov.BaseURL == "" {
+		if prov.Kind != ProviderDemo && prov.BaseURL == "" {
 			p.addf("%s: base_url is required (it is not a built-in provider)", subject)
 		}
 		compileProviderLimits(&r, &prov, subject, p)
@@ -219,15 +200,15 @@ func compileTools(raw map[string]rawTool, p *problems) map[string]*Tool {
 		if !validToolName(name) {
 			p.addf("%s: the name must match %s", subject, toolNamePattern)
 		}
-		t := &Tool{Name: name, Description: r.Description, Timeout: defaultToolTimeout}
+		t := &Tool{Name: name, Description: r.Description, Kind: ToolHTTP, HTTP: &HTTPTool{Timeout: DefaultToolTimeout}}
 		if r.HTTP == nil || r.HTTP.URL == "" {
 			p.addf("%s: http.url is required", subject)
 		} else {
-			t.URL = r.HTTP.URL
-			checkURL(t.URL, subject+": http.url", p)
+			t.HTTP.URL = r.HTTP.URL
+			checkURL(t.HTTP.URL, subject+": http.url", p)
 		}
 		if r.HTTP != nil {
-			t.Timeout = duration(r.HTTP.Timeout, defaultToolTimeout, subject+": http.timeout", p)
+			t.HTTP.Timeout = duration(r.HTTP.Timeout, DefaultToolTimeout, subject+": http.timeout", p)
 		}
 		sch, err := compileSchema(&r.Parameters, defaultToolParameters)
 		if err != nil {
@@ -255,8 +236,8 @@ func compileGraphs(raw map[string]rawGraph, agents map[string]*Agent, p *problem
 		g := &Graph{
 			Name:        name,
 			Description: r.Description,
-			MaxHandoffs: limit(r.MaxHandoffs, defaultMaxHandoffs, subject+": max_handoffs", p),
-			MaxSteps:    limit(r.MaxSteps, defaultMaxSteps, subject+": max_steps", p),
+			MaxHandoffs: limit(r.MaxHandoffs, DefaultMaxHandoffs, subject+": max_handoffs", p),
+			MaxSteps:    limit(r.MaxSteps, DefaultMaxSteps, subject+": max_steps", p),
 		}
 		switch lead, ok := agents[r.Lead]; {
 		case r.Lead == "":

@@ -76,7 +76,7 @@ type Telemetry struct {
 // offline demo model when Kind is "demo".
 type Provider struct {
 	Name    string
-	Kind    string // "openai" (any OpenAI-compatible endpoint) or "demo"
+	Kind    ProviderKind // ProviderOpenAI (any OpenAI-compatible endpoint) or ProviderDemo
 	BaseURL string
 	APIKey  string
 	Timeout time.Duration // default 120s, per provider call
@@ -136,15 +136,25 @@ type Agent struct {
 	MCP []*MCPServer
 }
 
-// Tool is a server-side tool run by the gateway: a POST of the JSON
-// arguments to URL, whose response body is the result.
+// Tool is a server-side tool run by the gateway. It is a small tagged
+// union: Kind says which one of the kind fields is set (HTTP today; MCP,
+// agent and memory tools are new kinds, each with its own field). The
+// runtime dispatches a call to the runner registered for its kind.
 type Tool struct {
 	Name        string
 	Description string
 	// Parameters is the JSON Schema sent to the model.
 	Parameters json.RawMessage
-	URL        string
-	Timeout    time.Duration // default 30s
+	Kind       ToolKind
+	// HTTP is set when Kind is ToolHTTP.
+	HTTP *HTTPTool
+}
+
+// HTTPTool is a tool run by a POST of the call's JSON arguments to URL,
+// whose response body is the result.
+type HTTPTool struct {
+	URL     string
+	Timeout time.Duration // default DefaultToolTimeout
 }
 
 // Handoff is one handoff of an agent, offered to the model as a tool.

@@ -65,7 +65,7 @@ func (c *agentCompiler) handoff(subject string, n *yaml.Node, path string) (*Han
 		} else {
 			checkURL(h.OnHandoff.URL, where+": on_handoff.url", c.p)
 		}
-		h.OnHandoff.Timeout = duration(r.OnHandoff.Timeout, defaultHookTimeout, where+": on_handoff.timeout", c.p)
+		h.OnHandoff.Timeout = duration(r.OnHandoff.Timeout, DefaultHookTimeout, where+": on_handoff.timeout", c.p)
 	}
 	return h, r.Agent
 }

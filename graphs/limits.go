@@ -11,7 +11,7 @@ func compileWaitReplicas(r *rawStore, s *Store, p *problems) {
 	switch n := *r.WaitReplicas; {
 	case n < 0:
 		p.addf("store.wait_replicas: must be 0 or more, got %d", n)
-	case n > 0 && (s.URL == defaultStoreURL || strings.HasPrefix(strings.ToLower(s.URL), "memory:")):
+	case n > 0 && (s.URL == DefaultStoreURL || strings.HasPrefix(strings.ToLower(s.URL), "memory:")):
 		p.addf("store.wait_replicas: %d replicas asked for, but the memory store has none (use a Redis store.url)", n)
 	default:
 		s.WaitReplicas = n

@@ -29,8 +29,8 @@ func TestLoadFileContractExample(t *testing.T) {
 		Name:        "lookup_charges",
 		Description: "Lists the user's recent charges",
 		Parameters:  json.RawMessage(`{"type":"object","properties":{}}`),
-		URL:         "http://127.0.0.1:7000/charges",
-		Timeout:     5 * time.Second,
+		Kind:        ToolHTTP,
+		HTTP:        &HTTPTool{URL: "http://127.0.0.1:7000/charges", Timeout: 5 * time.Second},
 	}
 	triage := &Agent{
 		Name:         "triage",
@@ -202,8 +202,8 @@ graphs:
 		t.Errorf("limits = %d, %d; want 2, 7", g.MaxHandoffs, g.MaxSteps)
 	}
 	tool := s.Graphs["chat"].Lead.Tools[0]
-	if tool.Timeout != 30*time.Second || string(tool.Parameters) != `{"type":"object","properties":{}}` {
-		t.Errorf("tool defaults = %v, %s", tool.Timeout, tool.Parameters)
+	if tool.HTTP.Timeout != 30*time.Second || string(tool.Parameters) != `{"type":"object","properties":{}}` {
+		t.Errorf("tool defaults = %v, %s", tool.HTTP.Timeout, tool.Parameters)
 	}
 }
 

@@ -6,21 +6,9 @@ package providers
 
 import (
 	"os"
-	"time"
 
 	"github.com/switchboard-ai/switchboard/graphs"
 )
-
-// Provider kinds.
-const (
-	// KindOpenAI is any OpenAI-compatible Chat Completions endpoint.
-	KindOpenAI = "openai"
-	// KindDemo is the built-in offline demo model (see demo.go).
-	KindDemo = "demo"
-)
-
-// DefaultTimeout bounds one provider call when the provider sets none.
-const DefaultTimeout = 120 * time.Second
 
 // builtin is one built-in provider default.
 type builtin struct {
@@ -71,12 +59,12 @@ func Builtin(getenv func(string) string) map[string]graphs.Provider {
 	}
 	out := make(map[string]graphs.Provider, len(builtins())+1)
 	for _, b := range builtins() {
-		p := graphs.Provider{Name: b.name, Kind: KindOpenAI, BaseURL: b.baseURL, Timeout: DefaultTimeout}
+		p := graphs.Provider{Name: b.name, Kind: graphs.ProviderOpenAI, BaseURL: b.baseURL, Timeout: graphs.DefaultProviderTimeout}
 		if b.keyEnv != "" {
 			p.APIKey = getenv(b.keyEnv)
 		}
 		out[b.name] = p
 	}
-	out["demo"] = graphs.Provider{Name: "demo", Kind: KindDemo, Timeout: DefaultTimeout}
+	out["demo"] = graphs.Provider{Name: "demo", Kind: graphs.ProviderDemo, Timeout: graphs.DefaultProviderTimeout}
 	return out
 }

@@ -15,12 +15,12 @@ func TestBuiltin(t *testing.T) {
 	env := map[string]string{"OPENAI_API_KEY": "sk-openai", "GEMINI_API_KEY": "g-key", "VLLM_API_KEY": "v-key"}
 	got := Builtin(func(k string) string { return env[k] })
 	for name, want := range map[string]graphs.Provider{
-		"openai":    {Name: "openai", Kind: KindOpenAI, BaseURL: "https://api.openai.com/v1", APIKey: "sk-openai", Timeout: DefaultTimeout},
-		"gemini":    {Name: "gemini", Kind: KindOpenAI, BaseURL: "https://generativelanguage.googleapis.com/v1beta/openai/", APIKey: "g-key", Timeout: DefaultTimeout},
-		"vllm":      {Name: "vllm", Kind: KindOpenAI, BaseURL: "http://127.0.0.1:8000/v1", APIKey: "v-key", Timeout: DefaultTimeout},
-		"ollama":    {Name: "ollama", Kind: KindOpenAI, BaseURL: "http://127.0.0.1:11434/v1", Timeout: DefaultTimeout},
-		"anthropic": {Name: "anthropic", Kind: KindOpenAI, BaseURL: "https://api.anthropic.com/v1/", Timeout: DefaultTimeout},
-		"demo":      {Name: "demo", Kind: KindDemo, Timeout: DefaultTimeout},
+		"openai":    {Name: "openai", Kind: graphs.ProviderOpenAI, BaseURL: "https://api.openai.com/v1", APIKey: "sk-openai", Timeout: graphs.DefaultProviderTimeout},
+		"gemini":    {Name: "gemini", Kind: graphs.ProviderOpenAI, BaseURL: "https://generativelanguage.googleapis.com/v1beta/openai/", APIKey: "g-key", Timeout: graphs.DefaultProviderTimeout},
+		"vllm":      {Name: "vllm", Kind: graphs.ProviderOpenAI, BaseURL: "http://127.0.0.1:8000/v1", APIKey: "v-key", Timeout: graphs.DefaultProviderTimeout},
+		"ollama":    {Name: "ollama", Kind: graphs.ProviderOpenAI, BaseURL: "http://127.0.0.1:11434/v1", Timeout: graphs.DefaultProviderTimeout},
+		"anthropic": {Name: "anthropic", Kind: graphs.ProviderOpenAI, BaseURL: "https://api.anthropic.com/v1/", Timeout: graphs.DefaultProviderTimeout},
+		"demo":      {Name: "demo", Kind: graphs.ProviderDemo, Timeout: graphs.DefaultProviderTimeout},
 	} {
 		if diff := cmp.Diff(want, got[name]); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", name, diff)

@@ -95,7 +95,6 @@ func (u *upstream) complete(ctx context.Context, client *openai.Client, a *attem
 	if err != nil {
 		return nil, err
 	}
-	ensureCallIDs(out.Message.ToolCalls)
 	return out, nil
 }
 
@@ -141,24 +140,4 @@ func (u *upstream) stream(ctx context.Context, cancel context.CancelCauseFunc, c
 		acc.add(&chunk, onDelta)
 	}
 	return acc.result()
-}
-
-// ensureCallIDs gives an id to every tool call that came without one (some
-// local servers omit them); the run needs ids to pair calls with results.
-func ensureCallIDs(calls []runtime.ToolCall) {
-	for i := range calls {
-		if calls[i].ID == "" {
-			calls[i].ID = "call_" + randomHex(12)
-		}
-	}
-}
-
-// randomHex returns n random hex digits.
-func randomHex(n int) string {
-	const digits = "0123456789abcdef"
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = digits[rand.N(16)]
-	}
-	return string(b)
 }

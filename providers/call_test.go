@@ -241,7 +241,7 @@ func TestConnectionRefused(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	r, err := New(map[string]graphs.Provider{"down": {Kind: KindOpenAI, BaseURL: "http://" + addr + "/v1"}}, fastOptions())
+	r, err := New(map[string]graphs.Provider{"down": {Kind: graphs.ProviderOpenAI, BaseURL: "http://" + addr + "/v1"}}, fastOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +275,7 @@ func TestNewRejectsBadProviders(t *testing.T) {
 		want string
 	}{
 		{"unknown kind", graphs.Provider{Kind: "grpc", BaseURL: "http://x"}, `provider "p": unknown kind "grpc"`},
-		{"no base url", graphs.Provider{Kind: KindOpenAI}, `provider "p": base_url is required`},
+		{"no base url", graphs.Provider{Kind: graphs.ProviderOpenAI}, `provider "p": base_url is required`},
 		{"not http", graphs.Provider{BaseURL: "ftp://x/v1"}, `provider "p": base_url "ftp://x/v1" is not an http(s) URL`},
 	}
 	for _, tc := range tests {

@@ -56,7 +56,7 @@ func (o Options) withDefaults() Options {
 	}
 	switch {
 	case o.MaxRetries == 0:
-		o.MaxRetries = 2
+		o.MaxRetries = graphs.DefaultProviderRetries
 	case o.MaxRetries < 0:
 		o.MaxRetries = 0
 	}
@@ -64,7 +64,7 @@ func (o Options) withDefaults() Options {
 		o.RetryBaseDelay = 250 * time.Millisecond
 	}
 	if o.IdleStreamTimeout <= 0 {
-		o.IdleStreamTimeout = 60 * time.Second
+		o.IdleStreamTimeout = graphs.DefaultStreamIdleTimeout
 	}
 	return o
 }
@@ -91,9 +91,9 @@ func New(providers map[string]graphs.Provider, opts Options) (*Registry, error) 
 	}
 	for name, p := range providers {
 		switch p.Kind {
-		case KindDemo:
+		case graphs.ProviderDemo:
 			r.models[name] = demoModel{}
-		case KindOpenAI, "":
+		case graphs.ProviderOpenAI, "":
 			u, err := newUpstream(name, p, opts, tracer)
 			if err != nil {
 				return nil, err
@@ -101,7 +101,7 @@ func New(providers map[string]graphs.Provider, opts Options) (*Registry, error) 
 			r.models[name] = u
 			r.upstreams = append(r.upstreams, u)
 		default:
-			return nil, fmt.Errorf("provider %q: unknown kind %q (want %q or %q)", name, p.Kind, KindOpenAI, KindDemo)
+			return nil, fmt.Errorf("provider %q: unknown kind %q (want %q or %q)", name, p.Kind, graphs.ProviderOpenAI, graphs.ProviderDemo)
 		}
 	}
 	return r, nil
@@ -122,6 +122,18 @@ func (r *Registry) Chat(ctx context.Context, req *runtime.ChatRequest, onDelta f
 		return nil, &Error{Provider: req.Model.Provider, Message: "provider not configured", kind: runtime.ErrUpstream}
 	}
 	return m.Chat(ctx, req, onDelta)
+}
+
+// Transport returns the pooled HTTP transport of an OpenAI-compatible
+// provider (its timeouts and connection settings, with trace propagation),
+// or nil when there is no such provider: passthrough proxies through it.
+func (r *Registry) Transport(provider string) http.RoundTripper {
+	for _, u := range r.upstreams {
+		if u.name == provider {
+			return u.httpc.Transport
+		}
+	}
+	return nil
 }
 
 // Close closes the idle connections of every provider. Calls in flight
@@ -166,7 +178,7 @@ func newUpstream(name string, p graphs.Provider, opts Options, tracer trace.Trac
 	}
 	timeout := p.Timeout
 	if timeout <= 0 {
-		timeout = DefaultTimeout
+		timeout = graphs.DefaultProviderTimeout
 	}
 	retries := opts.MaxRetries
 	if p.MaxRetries != nil {

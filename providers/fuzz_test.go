@@ -31,7 +31,7 @@ const fuzzCallBound = 5 * time.Second
 //	go test ./providers -run '^$' -fuzz '^FuzzStreamParse$' -fuzztime 10m
 func FuzzStreamParse(f *testing.F) {
 	reg, err := New(map[string]graphs.Provider{
-		"fuzz": {Name: "fuzz", Kind: KindOpenAI, BaseURL: "http://fuzz.invalid/v1", Timeout: 2 * fuzzCallBound},
+		"fuzz": {Name: "fuzz", Kind: graphs.ProviderOpenAI, BaseURL: "http://fuzz.invalid/v1", Timeout: 2 * fuzzCallBound},
 	}, Options{MaxRetries: -1, IdleStreamTimeout: 2 * fuzzCallBound})
 	if err != nil {
 		f.Fatal(err)

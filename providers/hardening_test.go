@@ -29,7 +29,7 @@ func hostile(t *testing.T, h http.HandlerFunc, edit func(*graphs.Provider), opts
 	if opts.RetryBaseDelay == 0 {
 		opts.RetryBaseDelay = time.Millisecond
 	}
-	p := graphs.Provider{Name: "fake", Kind: KindOpenAI, BaseURL: srv.URL + "/v1", APIKey: "sk-test-Secret0123456789", Timeout: 10 * time.Second}
+	p := graphs.Provider{Name: "fake", Kind: graphs.ProviderOpenAI, BaseURL: srv.URL + "/v1", APIKey: "sk-test-Secret0123456789", Timeout: 10 * time.Second}
 	if edit != nil {
 		edit(&p)
 	}
@@ -165,7 +165,7 @@ func BenchmarkLargeAnswer(b *testing.B) {
 	body := []byte(`{"id":"x","object":"chat.completion","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"` + strings.Repeat("b", 4<<20) + `"}}]}`)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write(body) }))
 	defer srv.Close()
-	r, err := New(map[string]graphs.Provider{"fake": {Name: "fake", Kind: KindOpenAI, BaseURL: srv.URL, Timeout: 10 * time.Second}}, Options{})
+	r, err := New(map[string]graphs.Provider{"fake": {Name: "fake", Kind: graphs.ProviderOpenAI, BaseURL: srv.URL, Timeout: 10 * time.Second}}, Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -21,7 +21,7 @@ func fastOptions() Options { return Options{RetryBaseDelay: time.Millisecond} }
 // edit, when not nil, changes the provider before the Registry is built.
 func newTestRegistry(t *testing.T, s *fakeupstream.Server, opts Options, edit func(*graphs.Provider)) *Registry {
 	t.Helper()
-	p := graphs.Provider{Name: "fake", Kind: KindOpenAI, BaseURL: s.URL, APIKey: "sk-test", Timeout: 5 * time.Second}
+	p := graphs.Provider{Name: "fake", Kind: graphs.ProviderOpenAI, BaseURL: s.URL, APIKey: "sk-test", Timeout: 5 * time.Second}
 	if edit != nil {
 		edit(&p)
 	}

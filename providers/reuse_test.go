@@ -43,7 +43,7 @@ func TestCallsReuseConnections(t *testing.T) {
 	}
 	srv.Start()
 	t.Cleanup(srv.Close)
-	p := graphs.Provider{Name: "fake", Kind: KindOpenAI, BaseURL: srv.URL, APIKey: "sk-test", Timeout: 5 * time.Second}
+	p := graphs.Provider{Name: "fake", Kind: graphs.ProviderOpenAI, BaseURL: srv.URL, APIKey: "sk-test", Timeout: 5 * time.Second}
 	r, err := New(map[string]graphs.Provider{"fake": p}, fastOptions())
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +78,7 @@ func TestStreamEndsAtDone(t *testing.T) {
 		}
 	}))
 	t.Cleanup(func() { close(release); srv.Close() })
-	p := graphs.Provider{Name: "fake", Kind: KindOpenAI, BaseURL: srv.URL, APIKey: "sk-test", Timeout: 5 * time.Second,
+	p := graphs.Provider{Name: "fake", Kind: graphs.ProviderOpenAI, BaseURL: srv.URL, APIKey: "sk-test", Timeout: 5 * time.Second,
 		StreamIdleTimeout: time.Minute}
 	r, err := New(map[string]graphs.Provider{"fake": p}, fastOptions())
 	if err != nil {
@@ -142,7 +142,7 @@ func TestLateDrainCancelSparesReusedConnection(t *testing.T) {
 	}
 	srv.Start()
 	t.Cleanup(srv.Close)
-	p := graphs.Provider{Name: "fake", Kind: KindOpenAI, BaseURL: srv.URL, APIKey: "sk-test", Timeout: 5 * time.Second}
+	p := graphs.Provider{Name: "fake", Kind: graphs.ProviderOpenAI, BaseURL: srv.URL, APIKey: "sk-test", Timeout: 5 * time.Second}
 	r, err := New(map[string]graphs.Provider{"fake": p}, fastOptions())
 	if err != nil {
 		t.Fatal(err)

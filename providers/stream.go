@@ -117,7 +117,6 @@ func (s *streamAcc) result() (*runtime.ChatResponse, error) {
 			Function: runtime.FunctionCall{Name: c.name, Arguments: c.args.String()},
 		})
 	}
-	ensureCallIDs(msg.ToolCalls)
 	if s.finish == "" {
 		// A stream cut short (an upstream that died behind a proxy, a body
 		// ended by the connection closing) looks like a clean end; without

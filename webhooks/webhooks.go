@@ -58,7 +58,7 @@ func (c *Client) Run(ctx context.Context, tool *graphs.Tool, arguments string) (
 	if !json.Valid([]byte(arguments)) {
 		return "", fmt.Errorf("arguments are not valid JSON")
 	}
-	body, err := c.post(ctx, tool.URL, tool.Timeout, []byte(arguments))
+	body, err := c.post(ctx, tool.HTTP.URL, tool.HTTP.Timeout, []byte(arguments))
 	if err != nil {
 		return "", err
 	}

@@ -42,7 +42,7 @@ func TestRun(t *testing.T) {
 	defer srv.Close()
 	c := New(propagation.TraceContext{})
 	tool := func(path string, timeout time.Duration) *graphs.Tool {
-		return &graphs.Tool{Name: "t", URL: srv.URL + path, Timeout: timeout}
+		return &graphs.Tool{Name: "t", Kind: graphs.ToolHTTP, HTTP: &graphs.HTTPTool{URL: srv.URL + path, Timeout: timeout}}
 	}
 	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1}, SpanID: trace.SpanID{2}, TraceFlags: trace.FlagsSampled})
 	ctx := trace.ContextWithSpanContext(context.Background(), sc)
