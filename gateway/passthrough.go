@@ -18,19 +18,25 @@ import (
 )
 
 // newProxies builds one reverse proxy per OpenAI-compatible provider, for
-// server.passthrough. Upstream addresses come only from config.
-func newProxies(providers map[string]graphs.Provider, log *slog.Logger) map[string]*httputil.ReverseProxy {
+// server.passthrough, over the provider's own transport (transport, when
+// not nil, gives it), so that its timeouts and connection pool hold for
+// proxied calls too. Upstream addresses come only from config.
+func newProxies(providers map[string]graphs.Provider, transport func(string) http.RoundTripper, log *slog.Logger) map[string]*httputil.ReverseProxy {
 	out := make(map[string]*httputil.ReverseProxy)
 	for name, p := range providers {
-		if p.Kind != "openai" || p.BaseURL == "" {
+		if p.Kind != graphs.ProviderOpenAI || p.BaseURL == "" {
 			continue
 		}
 		base, err := url.Parse(strings.TrimSuffix(p.BaseURL, "/"))
 		if err != nil {
 			continue
 		}
-		p := p
+		var rt http.RoundTripper
+		if transport != nil {
+			rt = transport(name)
+		}
 		out[name] = &httputil.ReverseProxy{
+			Transport: rt,
 			Rewrite: func(r *httputil.ProxyRequest) {
 				r.Out.URL.Scheme, r.Out.URL.Host = base.Scheme, base.Host
 				r.Out.URL.Path = base.Path + "/chat/completions"

@@ -270,10 +270,9 @@ func (call *responsesCall) store(resp *responseObject, sessionID string, at runt
 // forget deletes a temporary session.
 func (call *responsesCall) forget(sessionID string) {
 	key := runtime.SessionKey{Principal: call.principal, ID: sessionID}
-	if err := call.s.opts.Store.Delete(context.WithoutCancel(call.c.Request.Context()), key); err != nil {
+	if err := call.s.opts.Runner.DeleteSession(context.WithoutCancel(call.c.Request.Context()), key); err != nil {
 		call.s.log.Warn("delete temporary session", "err", err)
 	}
-	call.s.opts.Runner.ForgetSession(key)
 }
 
 // fail answers a failed run: an HTTP error before the stream started,

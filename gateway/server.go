@@ -23,14 +23,19 @@ import (
 	"github.com/switchboard-ai/switchboard/telemetry"
 )
 
-// Options wires a Server. Config, Runner and Store are required.
+// Options wires a Server. Config and Runner are required.
 type Options struct {
 	Config *graphs.Set
+	// Runner runs graphs and owns sessions: the gateway reads, deletes
+	// and checks them through it, never through a store.
 	Runner *runtime.Runner
-	Store  runtime.Store
 	// Responses keeps stored responses (POST /v1/responses with store);
 	// nil runs every response unstored.
 	Responses ResponseStore
+	// Transport returns the HTTP transport of a provider, for passthrough:
+	// the providers' own, with their timeouts and connection settings. Nil
+	// (or a nil transport): http.DefaultTransport.
+	Transport func(provider string) http.RoundTripper
 	// Metrics records requests; nil records nothing.
 	Metrics *telemetry.Metrics
 	// Gatherer serves /metrics; nil serves an empty page.
@@ -65,7 +70,7 @@ func New(opts Options) *Server {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	if s.cfg.Server.Passthrough {
-		s.proxies = newProxies(s.cfg.Providers, s.log)
+		s.proxies = newProxies(s.cfg.Providers, opts.Transport, s.log)
 	}
 	e := gin.New()
 	e.ContextWithFallback = true
@@ -188,13 +193,16 @@ func (s *Server) auth(c *gin.Context) {
 func principal(c *gin.Context) string { return c.GetString(principalKey) }
 
 // readyz is 200 only when the store answers and the server is not draining.
+// It needs no key, so it tells nothing of the store's address or errors:
+// those go to the log.
 func (s *Server) readyz(c *gin.Context) {
 	if s.draining.Load() {
 		c.JSON(http.StatusServiceUnavailable, gin.H{"status": "draining"})
 		return
 	}
-	if err := s.opts.Store.Ping(c.Request.Context()); err != nil {
-		c.JSON(http.StatusServiceUnavailable, gin.H{"status": "store unavailable", "error": err.Error()})
+	if err := s.opts.Runner.Ready(c.Request.Context()); err != nil {
+		s.log.Warn("not ready: the session store does not answer", "err", err)
+		c.JSON(http.StatusServiceUnavailable, gin.H{"status": "store unavailable"})
 		return
 	}
 	c.JSON(http.StatusOK, gin.H{"status": "ok"})

@@ -32,7 +32,7 @@ func (s *Server) getSession(c *gin.Context) {
 	if !ok {
 		return
 	}
-	sess, err := s.opts.Store.Load(c.Request.Context(), key)
+	sess, err := s.opts.Runner.Session(c.Request.Context(), key)
 	if errors.Is(err, runtime.ErrNotFound) {
 		s.abort(c, &Error{Status: http.StatusNotFound, Code: codeSessionNotFound, Message: "no session " + key.ID})
 		return
@@ -53,10 +53,9 @@ func (s *Server) deleteSession(c *gin.Context) {
 	if !ok {
 		return
 	}
-	if err := s.opts.Store.Delete(c.Request.Context(), key); err != nil {
+	if err := s.opts.Runner.DeleteSession(c.Request.Context(), key); err != nil {
 		s.abort(c, fromRunError(err))
 		return
 	}
-	s.opts.Runner.ForgetSession(key)
 	c.Status(http.StatusNoContent)
 }

@@ -36,6 +36,12 @@ type Result struct {
 	Message      Message
 	FinishReason string // "stop", "length", "tool_calls", ...
 	Usage        Usage
+	// Suspension is set when the run stopped for calls someone outside
+	// must answer (client tools, approvals); the session's next request
+	// resumes it.
+	Suspension *Suspension
+	// Halt is set when an interceptor ended the run with its own answer.
+	Halt *Halt
 	// Version is the session's version after the run (0 when stateless).
 	Version int64
 	// Point is where the session stands after the run (zero when

@@ -80,7 +80,7 @@ func leafErrors(ve *jsonschema.ValidationError) []string {
 	return out
 }
 
-// routingNote is the text of the note appended at a handoff (CONTRACT §4.3).
+// routingNote is the text of the note appended at a handoff (docs/handoffs.md).
 func routingNote(from, to string, a orderedArgs) string {
 	var b strings.Builder
 	b.WriteString(routingNotePrefix + from + " -> " + to)
@@ -107,25 +107,32 @@ func jsonString(v any) string {
 	return strings.TrimSuffix(buf.String(), "\n")
 }
 
-// refuseHandoff records a refused handoff call: its error result, its span
-// and its metric.
-func (rn *run) refuseHandoff(ctx context.Context, c *classified, code, why string) {
-	c.result, c.write = toolError(code, why), true
-	rn.traceHandoff(ctx, c.handoff, c.call.ID, code)
-	rn.metrics.Handoff(rn.graph.Name, rn.agent.Name, c.handoff.Target.Name, code)
+// considerHandoff is the innermost ToolFunc of a handoff call: the
+// arguments are validated against the handoff's schema, then the run's
+// handoff limit is checked. An accepted call's result is written by
+// acceptHandoff, after the turn's other results.
+func (rn *run) considerHandoff(inv *ToolInvocation) ToolResult {
+	a, err := parseArgs(inv.Handoff, inv.Call.Function.Arguments)
+	if err != nil {
+		return ToolError(codeInvalidArgs, err.Error())
+	}
+	if rn.handoffs >= rn.graph.MaxHandoffs {
+		return ToolError(codeLimitExceeded, fmt.Sprintf("max_handoffs (%d) reached in this run; answer the user yourself", rn.graph.MaxHandoffs))
+	}
+	inv.args = a
+	return ToolResult{Content: `{"assistant": ` + jsonString(inv.Handoff.Target.Name) + `}`}
 }
 
 // acceptHandoff writes an accepted handoff into the transcript: its tool
 // result, the on_handoff hook, the input filter, then the routing note that
-// carries the marker (CONTRACT §4.3 steps 5-7).
-func (rn *run) acceptHandoff(ctx context.Context, h *graphs.Handoff, call ToolCall, args orderedArgs) error {
+// carries the marker (docs/handoffs.md).
+func (rn *run) acceptHandoff(ctx context.Context, inv *ToolInvocation) error {
+	h := inv.Handoff
 	from, to := rn.agent.Name, h.Target.Name
-	rn.traceHandoff(ctx, h, call.ID, outcomeAccepted)
-	rn.metrics.Handoff(rn.graph.Name, from, to, outcomeAccepted)
 	rn.handoffs++
-	rn.transcript = append(rn.transcript, toolResult(call.ID, `{"assistant": `+jsonString(to)+`}`))
+	rn.transcript = append(rn.transcript, toolResult(inv.Call.ID, `{"assistant": `+jsonString(to)+`}`))
 	if h.OnHandoff != nil {
-		rn.callHook(ctx, h, from, to, args)
+		rn.callHook(ctx, h, from, to, inv.args)
 	}
 	if len(h.Filters) > 0 {
 		filtered, err := applyFilters(rn.messages(), h.Filters)
@@ -137,14 +144,16 @@ func (rn *run) acceptHandoff(ctx context.Context, h *graphs.Handoff, call ToolCa
 		// which the run must not write to: the transcript gets its own.
 		rn.history, rn.histScan = nil, newPromptScan()
 		rn.transcript = append(make([]Message, 0, len(filtered)+4), filtered...)
-		rn.saved, rn.replace = 0, true
+		if rn.saver != nil {
+			rn.saver.replaced()
+		}
 	}
 	rn.transcript = append(rn.transcript, Message{
 		Role:    RoleSystem,
-		Content: routingNote(from, to, args),
+		Content: routingNote(from, to, inv.args),
 		Handoff: &Marker{From: from, To: to},
 	})
-	rn.emit(Event{Kind: EventHandoff, Agent: to, From: from, To: to, ToolCallID: call.ID})
+	rn.emit(Event{Kind: EventHandoff, Agent: to, From: from, To: to, ToolCallID: inv.Call.ID})
 	return nil
 }
 
@@ -161,12 +170,4 @@ func (rn *run) callHook(ctx context.Context, h *graphs.Handoff, from, to string,
 		rn.log.Warn("on_handoff hook failed", "from", from, "to", to, "url", h.OnHandoff.URL, "err", err)
 		traceHookFailure(ctx, h.OnHandoff.URL, err)
 	}
-}
-
-// switchAgent hands the run to the target of an accepted handoff.
-func (rn *run) switchAgent(ctx context.Context, h *graphs.Handoff) {
-	rn.endAgent(nil)
-	rn.agent = h.Target
-	rn.offer = nil
-	rn.startAgent(ctx, rn.agent)
 }

@@ -10,8 +10,8 @@ import (
 // keepLease renews the session lease every third of its TTL while the run
 // lasts. When the lease is lost the run is cancelled with ErrLeaseLost, so
 // it stops without saving. The returned stop waits for a renewal in flight.
-func (rn *run) keepLease(ctx context.Context, cancel context.CancelCauseFunc) (stop func()) {
-	every := rn.lease.TTL / 3
+func (r *Runner) keepLease(ctx context.Context, key SessionKey, lease Lease, cancel context.CancelCauseFunc) (stop func()) {
+	every := lease.TTL / 3
 	if every <= 0 {
 		return func() {}
 	}
@@ -24,14 +24,15 @@ func (rn *run) keepLease(ctx context.Context, cancel context.CancelCauseFunc) (s
 		if stopped {
 			return
 		}
-		err := rn.opts.Store.Renew(context.WithoutCancel(ctx), rn.key, rn.lease)
+		err := r.opts.Store.Renew(context.WithoutCancel(ctx), key, lease)
 		if errors.Is(err, ErrLeaseLost) {
 			cancel(ErrLeaseLost)
 			return
 		}
 		if err != nil {
-			// A store hiccup: the lease still has time; try again sooner.
-			rn.log.Warn("renew session lease", "session", rn.key.ID, "err", err)
+			// A store hiccup: the lease still has two thirds of its time
+			// left, so the next renewal, one period on, can still save it.
+			r.log.Warn("renew session lease", "session", key.ID, "err", err)
 		}
 		t.Reset(every)
 	})

@@ -8,14 +8,15 @@ import (
 
 // callModel makes the current agent's next model call: its model, then its
 // fallbacks in order while a call fails before any text reached the client.
-func (rn *run) callModel(ctx context.Context) (*ChatResponse, error) {
+// Each model tried is one call through the model chain.
+func (rn *run) callModel(ctx context.Context, step int) (*ChatResponse, error) {
 	req := &ChatRequest{
 		Messages: rn.histScan.promptWith(rn.agent.Instructions, rn.history, rn.transcript),
 		Tools:    rn.offered(),
 		Params:   rn.req.Params,
 		Stream:   rn.req.Stream,
 	}
-	req.ToolChoice = rn.choiceFor(req.Tools)
+	req.ToolChoice = rn.choiceFor(req.Tools, step)
 	var streamed bool
 	var onDelta func(string)
 	if rn.req.Stream {
@@ -25,28 +26,28 @@ func (rn *run) callModel(ctx context.Context) (*ChatResponse, error) {
 			rn.emit(Event{Kind: EventDelta, Agent: agent, Text: text})
 		}
 	}
+	rn.model = ModelCall{Run: &rn.info, Agent: rn.agent, Request: req, OnDelta: onDelta, Step: step}
 	var err error
 	for _, ref := range rn.agent.Models {
 		req.Model = ref
 		start := time.Now()
-		cctx, span := rn.startChatSpan(ctx, req)
 		var resp *ChatResponse
-		resp, err = rn.opts.Model.Chat(cctx, req, onDelta)
-		d := time.Since(start)
-		rn.external += d
+		resp, err = rn.chains.model(ctx, &rn.model)
+		rn.external += time.Since(start)
 		if err == nil {
-			rn.metrics.ModelCall(ref.Provider, ref.Model, d.Seconds(), resp.Usage, false)
-			rn.endChatSpan(span, resp)
 			return resp, nil
 		}
-		rn.metrics.ModelCall(ref.Provider, ref.Model, d.Seconds(), Usage{}, true)
-		endSpan(span, err)
 		if ctx.Err() != nil || streamed || !(errors.Is(err, ErrUpstream) || errors.Is(err, ErrUpstreamTimeout)) {
 			break
 		}
 		rn.log.Warn("model call failed", "agent", rn.agent.Name, "model", ref.String(), "err", err)
 	}
 	return nil, err
+}
+
+// modelBase is the innermost ModelFunc: the call to the Model.
+func modelBase(ctx context.Context, call *ModelCall) (*ChatResponse, error) {
+	return call.Run.rn.opts.Model.Chat(ctx, call.Request, call.OnDelta)
 }
 
 // offered lists the tools offered to the current agent: its own tools, its
@@ -60,14 +61,16 @@ func (rn *run) offered() []ToolDef {
 	for _, t := range a.Tools {
 		out = append(out, ToolDef{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
 	}
-	for _, h := range a.Handoffs {
-		if h.EnabledWhen.Holds(rn.req.Metadata, rn.req.Principal) {
-			out = append(out, ToolDef{Name: h.ToolName, Description: h.Description, Parameters: h.Parameters})
+	if !rn.noHandoffs {
+		for _, h := range a.Handoffs {
+			if h.EnabledWhen.Holds(rn.req.Metadata, rn.req.Principal) {
+				out = append(out, ToolDef{Name: h.ToolName, Description: h.Description, Parameters: h.Parameters})
+			}
 		}
 	}
 	for _, t := range rn.req.ClientTools {
 		// After a handoff the target's own names win over the client's.
-		if rn.agentTool(a, t.Name) == nil && agentHandoff(a, t.Name) == nil {
+		if agentTool(a, t.Name) == nil && agentHandoff(a, t.Name) == nil {
 			out = append(out, t)
 		}
 	}

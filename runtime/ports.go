@@ -64,8 +64,9 @@ func (s *StopSequences) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// ChatRequest is one provider call. Messages already obey CONTRACT §4.5: at
-// most one system message, and it comes first.
+// ChatRequest is one provider call. Messages already obey the system
+// message rule of docs/handoffs.md: at most one system message, and it
+// comes first.
 type ChatRequest struct {
 	Model    graphs.ModelRef
 	Messages Prompt
@@ -195,13 +196,6 @@ var (
 	ErrNotFound         = errors.New("session not found")
 	ErrStoreUnavailable = errors.New("session store unavailable")
 )
-
-// ToolRunner runs a server-side tool.
-type ToolRunner interface {
-	// Run calls tool with the call's JSON arguments and returns its result
-	// text. Any error is reported to the model as tool_failed.
-	Run(ctx context.Context, tool *graphs.Tool, arguments string) (string, error)
-}
 
 // HookCaller calls an on_handoff webhook.
 type HookCaller interface {

@@ -6,7 +6,7 @@ import (
 	"slices"
 )
 
-// CONTRACT §3.2: the request's tool_choice applies to the run's first model
+// docs/http-api.md: the request's tool_choice applies to the run's first model
 // call; later calls use "auto", so that an agent told to call a tool can
 // still hand off afterwards.
 
@@ -108,12 +108,12 @@ func (rn *run) checkToolChoice() error {
 // without tools). A first call made by another agent than the one checked
 // (a handoff that waited for client tool results) sends "auto" when it is
 // not offered what the choice names.
-func (rn *run) choiceFor(tools []ToolDef) json.RawMessage {
+func (rn *run) choiceFor(tools []ToolDef, step int) json.RawMessage {
 	c := rn.choice
 	if c.raw == nil || len(tools) == 0 {
 		return nil
 	}
-	if rn.steps != 1 {
+	if step != 1 {
 		return autoChoice
 	}
 	for _, name := range c.names {

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -22,7 +23,7 @@ const (
 	callClient                   // a tool of the request
 )
 
-// Tool error codes (CONTRACT §4.3), also the outcomes of refused handoffs.
+// Tool error codes (docs/handoffs.md), also the outcomes of refused handoffs.
 const (
 	codeInvalidArgs   = "invalid_args"
 	codeLimitExceeded = "limit_exceeded"
@@ -35,10 +36,11 @@ const (
 
 // turnOutcome is what a model turn's tool calls lead to.
 type turnOutcome struct {
-	// clientCalls are the client's tool calls: the run stops and returns
-	// them in message.
-	clientCalls []ToolCall
-	message     Message
+	// suspended is set when the run stops for calls someone outside must
+	// answer; message and reason are then the run's reply.
+	suspended *Suspension
+	message   Message
+	reason    string
 	// handoff is the accepted handoff of the turn, already written to the
 	// transcript; the run switches to its target.
 	handoff *graphs.Handoff
@@ -46,80 +48,106 @@ type turnOutcome struct {
 
 // classified is one tool call with what it refers to.
 type classified struct {
-	call    ToolCall
-	kind    callKind
-	tool    *graphs.Tool
-	handoff *graphs.Handoff
-	result  string // the tool result to write
-	write   bool
+	kind   callKind
+	inv    ToolInvocation
+	result ToolResult
+	ran    bool // result is set
 }
 
-// turn runs the tool calls of one model turn (CONTRACT §4.3): server tools
-// run, the first handoff call is considered and every other one refused,
-// results are appended in the model's order, the accepted handoff's result
-// last. When the turn calls client tools the run stops for their results,
-// and an accepted handoff waits for them: it is taken up again by resume.
+// turn runs the tool calls of one model turn (docs/handoffs.md): server
+// tools run, the first handoff call is considered and every other one
+// refused, results are appended in the model's order, the accepted
+// handoff's result last. Every server tool and handoff call passes the tool
+// chain. When the turn calls client tools, or an interceptor holds a call,
+// the run suspends for them, and the turn's handoff waits: resume takes it
+// up again.
 func (rn *run) turn(ctx context.Context, calls []ToolCall) (turnOutcome, error) {
 	var out turnOutcome
 	cs := make([]classified, len(calls))
-	considered := -1
+	var client []ToolCall
 	for i, c := range calls {
 		cs[i] = rn.classify(c)
 		if cs[i].kind == callClient {
-			out.clientCalls = append(out.clientCalls, c)
+			client = append(client, c)
 		}
 	}
-	var accepted *classified
-	var args orderedArgs
+	considered := -1
 	for i := range cs {
 		c := &cs[i]
 		switch c.kind {
 		case callUnknown:
-			c.result, c.write = toolError(codeUnknownTool, fmt.Sprintf("agent %q has no tool or handoff named %q", rn.agent.Name, c.call.Function.Name)), true
+			c.result, c.ran = ToolError(codeUnknownTool, fmt.Sprintf("agent %q has no tool or handoff named %q", rn.agent.Name, c.inv.Call.Function.Name)), true
 		case callHandoff, callDisabled:
-			if considered >= 0 {
-				rn.refuseHandoff(ctx, c, codeExtraInTurn, "only one handoff per turn: "+strconv.Quote(cs[considered].call.Function.Name)+" came first")
-				continue
+			switch {
+			case considered >= 0:
+				c.inv.Refusal = &ToolRefusal{codeExtraInTurn, "only one handoff per turn: " + strconv.Quote(cs[considered].inv.Call.Function.Name) + " came first"}
+			case c.kind == callDisabled:
+				considered = i
+				c.inv.Refusal = &ToolRefusal{codeDenied, "this handoff is not enabled for this request"}
+			default:
+				considered = i
 			}
-			considered = i
-			if c.kind == callDisabled {
-				rn.refuseHandoff(ctx, c, codeDenied, "this handoff is not enabled for this request")
-				continue
-			}
-			a, err := parseArgs(c.handoff, c.call.Function.Arguments)
-			if err != nil {
-				rn.refuseHandoff(ctx, c, codeInvalidArgs, err.Error())
-				continue
-			}
-			if rn.handoffs >= rn.graph.MaxHandoffs {
-				rn.refuseHandoff(ctx, c, codeLimitExceeded, fmt.Sprintf("max_handoffs (%d) reached in this run; answer the user yourself", rn.graph.MaxHandoffs))
-				continue
-			}
-			accepted, args = c, a
 		}
 	}
-	rn.runServerTools(ctx, cs)
+	// Refused handoff calls, then server tools; the considered handoff
+	// last, and only when no call of the turn is pending.
 	for i := range cs {
-		if cs[i].write {
-			rn.transcript = append(rn.transcript, toolResult(cs[i].call.ID, cs[i].result))
+		if c := &cs[i]; c.inv.Refusal != nil {
+			if err := rn.invoke(ctx, c); err != nil {
+				return out, err
+			}
 		}
 	}
-	if out.clientCalls != nil {
-		out.message = rn.transcript[lastAssistant(rn.transcript)]
-		out.message.ToolCalls = out.clientCalls
+	if err := rn.runServerTools(ctx, cs); err != nil {
+		return out, err
+	}
+	var held []PendingCall
+	for i := range cs {
+		if r := cs[i].result; cs[i].ran && r.Suspend != "" {
+			held = append(held, PendingCall{Call: cs[i].inv.Call, Agent: rn.agent.Name, Reason: r.Suspend, Data: r.Data})
+		}
+	}
+	var accepted *classified
+	if considered >= 0 && cs[considered].inv.Refusal == nil && client == nil && held == nil {
+		c := &cs[considered]
+		if err := rn.invoke(ctx, c); err != nil {
+			return out, err
+		}
+		switch {
+		case c.result.Suspend != "":
+			held = append(held, PendingCall{Call: c.inv.Call, Agent: rn.agent.Name, Reason: c.result.Suspend, Data: c.result.Data})
+		case c.result.Code == "":
+			accepted, c.ran = c, false // its result is written with the handoff
+		}
+	}
+	for i := range cs {
+		if r := cs[i].result; cs[i].ran && r.Suspend == "" {
+			rn.transcript = append(rn.transcript, toolResult(cs[i].inv.Call.ID, r.Content))
+		}
+	}
+	if client != nil || held != nil {
+		out.suspended = suspension(rn.agent, client, held)
+		out.message = Message{Role: RoleAssistant}
+		out.reason = "stop"
+		if client != nil {
+			out.message = rn.transcript[lastAssistant(rn.transcript)]
+			out.message.ToolCalls = client
+			out.reason = "tool_calls"
+		}
 		return out, nil
 	}
 	if accepted != nil {
-		if err := rn.acceptHandoff(ctx, accepted.handoff, accepted.call, args); err != nil {
+		if err := rn.acceptHandoff(ctx, &accepted.inv); err != nil {
 			return out, err
 		}
-		out.handoff = accepted.handoff
+		out.handoff = accepted.inv.Handoff
 	}
 	return out, nil
 }
 
-// resume finishes a turn that stopped for client tools, once the request has
-// brought their results: the turn's handoff, if any, is taken up now.
+// resume finishes a turn that suspended, once the request has brought what
+// it waited for: the calls still without a result run now (through the
+// chain again), and the turn's handoff, if any, is taken up.
 func (rn *run) resume(ctx context.Context) (turnOutcome, error) {
 	msgs := rn.transcript
 	if lastAssistant(msgs) < 0 {
@@ -158,25 +186,39 @@ func (rn *run) resume(ctx context.Context) (turnOutcome, error) {
 
 // classify tells what a call refers to for the current agent.
 func (rn *run) classify(c ToolCall) classified {
+	cl := classified{inv: ToolInvocation{Run: &rn.info, Agent: rn.agent, Call: c, Emit: rn.emitFromTool, rn: rn}}
 	name := c.Function.Name
-	if t := rn.agentTool(rn.agent, name); t != nil {
-		return classified{call: c, kind: callServer, tool: t}
+	if t := agentTool(rn.agent, name); t != nil {
+		cl.kind, cl.inv.Tool = callServer, t
+		return cl
 	}
-	if h := agentHandoff(rn.agent, name); h != nil {
+	if h := agentHandoff(rn.agent, name); h != nil && !rn.noHandoffs {
+		cl.inv.Handoff = h
 		if h.EnabledWhen.Holds(rn.req.Metadata, rn.req.Principal) {
-			return classified{call: c, kind: callHandoff, handoff: h}
+			cl.kind = callHandoff
+		} else {
+			cl.kind = callDisabled
 		}
-		return classified{call: c, kind: callDisabled, handoff: h}
+		return cl
 	}
 	for _, t := range rn.req.ClientTools {
 		if t.Name == name {
-			return classified{call: c, kind: callClient}
+			cl.kind = callClient
+			return cl
 		}
 	}
-	return classified{call: c, kind: callUnknown}
+	cl.kind = callUnknown
+	return cl
 }
 
-func (rn *run) agentTool(a *graphs.Agent, name string) *graphs.Tool {
+// emitFromTool is a tool call's Emit: tools of a turn run concurrently.
+func (rn *run) emitFromTool(ev Event) {
+	rn.emitMu.Lock()
+	defer rn.emitMu.Unlock()
+	rn.emit(ev)
+}
+
+func agentTool(a *graphs.Agent, name string) *graphs.Tool {
 	for _, t := range a.Tools {
 		if t.Name == name {
 			return t
@@ -194,9 +236,19 @@ func agentHandoff(a *graphs.Agent, name string) *graphs.Handoff {
 	return nil
 }
 
+// invoke passes one call through the tool chain and records its result.
+func (rn *run) invoke(ctx context.Context, c *classified) error {
+	res, err := rn.chains.tool(ctx, &c.inv)
+	if err != nil {
+		return err
+	}
+	c.result, c.ran = res, true
+	return nil
+}
+
 // runServerTools runs the turn's server tools, concurrently when there are
 // several, and records each result on its call.
-func (rn *run) runServerTools(ctx context.Context, cs []classified) {
+func (rn *run) runServerTools(ctx context.Context, cs []classified) error {
 	n := 0
 	for i := range cs {
 		if cs[i].kind == callServer {
@@ -204,52 +256,31 @@ func (rn *run) runServerTools(ctx context.Context, cs []classified) {
 		}
 	}
 	if n == 0 {
-		return
+		return nil
 	}
 	start := time.Now()
 	defer func() { rn.external += time.Since(start) }()
 	if n == 1 {
 		for i := range cs {
 			if cs[i].kind == callServer {
-				cs[i].result, cs[i].write = rn.runTool(ctx, cs[i].tool, cs[i].call), true
+				return rn.invoke(ctx, &cs[i])
 			}
 		}
-		return
 	}
 	var wg sync.WaitGroup
+	errs := make([]error, len(cs))
 	for i := range cs {
 		if cs[i].kind != callServer {
 			continue
 		}
 		wg.Add(1)
-		go func(c *classified) {
+		go func(i int) {
 			defer wg.Done()
-			c.result = rn.runTool(ctx, c.tool, c.call)
-		}(&cs[i])
-		cs[i].write = true
+			errs[i] = rn.invoke(ctx, &cs[i])
+		}(i)
 	}
 	wg.Wait()
-}
-
-// runTool runs one server tool under its span; a failure becomes the
-// tool_failed result the model sees.
-func (rn *run) runTool(ctx context.Context, t *graphs.Tool, c ToolCall) string {
-	ctx, span := rn.startToolSpan(ctx, t.Name, c.ID)
-	start := time.Now()
-	var out string
-	var err error
-	if rn.opts.Tools == nil {
-		err = fmt.Errorf("no tool runner configured")
-	} else {
-		out, err = rn.opts.Tools.Run(ctx, t, c.Function.Arguments)
-	}
-	rn.metrics.ToolCall(t.Name, time.Since(start).Seconds(), err != nil)
-	endSpan(span, err)
-	if err != nil {
-		rn.log.Warn("tool failed", "tool", t.Name, "call", c.ID, "err", err)
-		return toolError(codeToolFailed, fmt.Sprintf("tool %q failed: %v", t.Name, err))
-	}
-	return out
+	return errors.Join(errs...)
 }
 
 // lastAssistant is the index of the transcript's last assistant message, or -1.
@@ -267,7 +298,7 @@ func toolResult(id, content string) Message {
 	return Message{Role: RoleTool, ToolCallID: id, Content: content}
 }
 
-// toolError is the JSON text of a refused call (CONTRACT §4.3).
+// toolError is the JSON text of a refused call (docs/handoffs.md).
 func toolError(code, message string) string {
 	return `{"error": {"code": ` + strconv.Quote(code) + `, "message": ` + jsonString(message) + `}}`
 }

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -20,7 +21,9 @@ import (
 	"github.com/switchboard-ai/switchboard/runtime"
 )
 
-// maxResultBytes bounds a tool's result: a model cannot use more anyway.
+// maxResultBytes bounds a tool's result: a model cannot use more anyway. A
+// bigger result is an error (runtime.ErrResultTooLarge), never cut short:
+// half a JSON document read as a success would mislead the model.
 const maxResultBytes = 1 << 20
 
 // Client runs tools and calls hooks over one pooled HTTP transport.
@@ -49,9 +52,15 @@ func New(propagator propagation.TextMapPropagator) *Client {
 	return &Client{http: &http.Client{Transport: t}, propagator: propagator}
 }
 
-// Run POSTs the call's arguments to the tool and returns the response body.
-// A non-2xx status, a timeout or an unreachable tool is an error.
-func (c *Client) Run(ctx context.Context, tool *graphs.Tool, arguments string) (string, error) {
+// Run POSTs the call's arguments to its HTTP tool and returns the response
+// body. A non-2xx status, a timeout, an unreachable tool or a body over
+// 1 MiB is an error.
+func (c *Client) Run(ctx context.Context, call *runtime.ToolInvocation) (string, error) {
+	tool := call.Tool
+	if tool.Kind != graphs.ToolHTTP || tool.HTTP == nil {
+		return "", fmt.Errorf("tool %q is not an HTTP tool", tool.Name)
+	}
+	arguments := call.Call.Function.Arguments
 	if strings.TrimSpace(arguments) == "" {
 		arguments = "{}"
 	}
@@ -92,15 +101,18 @@ func (c *Client) post(ctx context.Context, url string, timeout time.Duration, bo
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		if ctx.Err() == context.DeadlineExceeded {
-			return nil, fmt.Errorf("no answer within %s", timeout)
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, fmt.Errorf("no answer within %s: %w", timeout, err)
 		}
 		return nil, fmt.Errorf("post %s: %w", url, err)
 	}
 	defer resp.Body.Close()
-	out, err := io.ReadAll(io.LimitReader(resp.Body, maxResultBytes))
+	out, err := io.ReadAll(io.LimitReader(resp.Body, maxResultBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("read answer: %w", err)
+	}
+	if len(out) > maxResultBytes {
+		return nil, fmt.Errorf("%w (over %d bytes)", runtime.ErrResultTooLarge, maxResultBytes)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		snippet := strings.TrimSpace(string(out))

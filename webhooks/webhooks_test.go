@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/switchboard-ai/switchboard/graphs"
 	"github.com/switchboard-ai/switchboard/internal/testenv"
+	"github.com/switchboard-ai/switchboard/runtime"
 )
 
 func TestMain(m *testing.M) {
@@ -33,6 +35,10 @@ func TestRun(t *testing.T) {
 		switch r.URL.Path {
 		case "/ok":
 			_, _ = io.WriteString(w, `{"charges":[1]}`)
+		case "/big":
+			_, _ = io.WriteString(w, strings.Repeat("x", maxResultBytes+1))
+		case "/full":
+			_, _ = io.WriteString(w, strings.Repeat("x", maxResultBytes))
 		case "/slow":
 			time.Sleep(500 * time.Millisecond)
 		default:
@@ -41,13 +47,14 @@ func TestRun(t *testing.T) {
 	}))
 	defer srv.Close()
 	c := New(propagation.TraceContext{})
-	tool := func(path string, timeout time.Duration) *graphs.Tool {
-		return &graphs.Tool{Name: "t", Kind: graphs.ToolHTTP, HTTP: &graphs.HTTPTool{URL: srv.URL + path, Timeout: timeout}}
+	run := func(ctx context.Context, path string, timeout time.Duration, args string) (string, error) {
+		tool := &graphs.Tool{Name: "t", Kind: graphs.ToolHTTP, HTTP: &graphs.HTTPTool{URL: srv.URL + path, Timeout: timeout}}
+		return c.Run(ctx, &runtime.ToolInvocation{Tool: tool, Call: runtime.ToolCall{Function: runtime.FunctionCall{Name: "t", Arguments: args}}})
 	}
 	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1}, SpanID: trace.SpanID{2}, TraceFlags: trace.FlagsSampled})
 	ctx := trace.ContextWithSpanContext(context.Background(), sc)
 
-	out, err := c.Run(ctx, tool("/ok", time.Second), `{"month":"May"}`)
+	out, err := run(ctx, "/ok", time.Second, `{"month":"May"}`)
 	gotBody, gotTrace := got()
 	if err != nil || out != `{"charges":[1]}` || gotBody != `{"month":"May"}` {
 		t.Errorf("ok: %q %v, sent %q", out, err, gotBody)
@@ -55,17 +62,25 @@ func TestRun(t *testing.T) {
 	if !strings.Contains(gotTrace, "01000000000000000000000000000000") {
 		t.Errorf("trace context not propagated: %q", gotTrace)
 	}
-	_, err = c.Run(ctx, tool("/ok", time.Second), "")
+	_, err = run(ctx, "/ok", time.Second, "")
 	if gotBody, _ := got(); err != nil || gotBody != "{}" {
 		t.Errorf("empty arguments: %v, sent %q", err, gotBody)
 	}
-	if _, err := c.Run(ctx, tool("/missing", time.Second), "{}"); err == nil || !strings.Contains(err.Error(), "404") {
+	if _, err := run(ctx, "/missing", time.Second, "{}"); err == nil || !strings.Contains(err.Error(), "404") {
 		t.Errorf("404: %v", err)
 	}
-	if _, err := c.Run(ctx, tool("/slow", 50*time.Millisecond), "{}"); err == nil || !strings.Contains(err.Error(), "no answer within") {
+	// A timeout says so, and keeps its cause for errors.Is.
+	if _, err := run(ctx, "/slow", 50*time.Millisecond, "{}"); err == nil || !strings.Contains(err.Error(), "no answer within") || !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("timeout: %v", err)
 	}
-	if _, err := c.Run(ctx, tool("/ok", time.Second), "{not json"); err == nil {
+	// A result over 1 MiB is an error, not a result cut short; 1 MiB is fine.
+	if out, err := run(ctx, "/big", time.Second, "{}"); !errors.Is(err, runtime.ErrResultTooLarge) || out != "" {
+		t.Errorf("over 1 MiB: %d bytes, %v; want ErrResultTooLarge", len(out), err)
+	}
+	if out, err := run(ctx, "/full", time.Second, "{}"); err != nil || len(out) != maxResultBytes {
+		t.Errorf("1 MiB: %d bytes, %v", len(out), err)
+	}
+	if _, err := run(ctx, "/ok", time.Second, "{not json"); err == nil {
 		t.Error("invalid arguments accepted")
 	}
 	err = c.Call(ctx, &graphs.Hook{URL: srv.URL + "/ok", Timeout: time.Second}, map[string]any{"from": "a"})

@@ -133,7 +133,7 @@ func (a *App) newGeneration(cfg *graphs.Set) (*generation, error) {
 	runner := runtime.New(runtime.Options{
 		Model:          models,
 		Store:          a.store,
-		Tools:          hooks,
+		Tools:          runtime.ToolKinds{graphs.ToolHTTP: hooks},
 		Hooks:          hooks,
 		TracerProvider: a.tracing.Provider,
 		Metrics:        a.metrics,
@@ -143,8 +143,8 @@ func (a *App) newGeneration(cfg *graphs.Set) (*generation, error) {
 	gw := gateway.New(gateway.Options{
 		Config:         cfg,
 		Runner:         runner,
-		Store:          a.store,
 		Responses:      a.responses,
+		Transport:      models.Transport,
 		Metrics:        a.metrics,
 		Gatherer:       a.reg,
 		TracerProvider: a.tracing.Provider,

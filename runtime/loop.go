@@ -1,0 +1,240 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/switchboard-ai/switchboard/graphs"
+)
+
+// The agent loop: an agent runs over a transcript until it answers, hands
+// off (and the target goes on), suspends or hits a limit. It knows nothing
+// of sessions: a session run gives it the session's history and a saver
+// (session.go); a stateless run and a sub-agent run have neither.
+
+// run is the state of one run.
+type run struct {
+	*Runner
+	req   *Request
+	emit  func(Event)
+	info  RunInfo
+	graph *graphs.Graph
+	agent *graphs.Agent
+	offer []ToolDef // tools offered to the current agent
+	// choice is the request's tool_choice, checked (toolchoice.go).
+	choice toolChoice
+	// noHandoffs offers the agent none of its handoffs (a sub-agent).
+	noHandoffs bool
+	emitMu     sync.Mutex // serialises Emit of concurrent tool calls
+	resumed    bool       // the turn a previous request suspended is done
+
+	// The run's messages are history followed by transcript. history is
+	// the session as loaded, shared with the store and read only; the run
+	// appends to transcript alone, so a turn of a long session never copies
+	// what came before it.
+	history    []Message
+	histScan   promptScan // how history reads for a prompt
+	transcript []Message
+
+	// saver saves steps; nil for a run outside any session.
+	saver *sessionSaver
+
+	handoffs int
+	usage    Usage
+	external time.Duration // spent in providers, tools and hooks
+	result   *Result       // set when an agent answered or the run suspended
+
+	model ModelCall // reused from call to call
+}
+
+// start runs the run's interceptor chain around the loop.
+func (rn *run) start(ctx context.Context) (*Result, error) {
+	rn.info.Agent = rn.agent
+	return rn.chains.run(ctx, &rn.info)
+}
+
+// runBase is the innermost RunFunc: one agent's part after another until
+// one answers or the run suspends.
+func runBase(ctx context.Context, info *RunInfo) (*Result, error) {
+	rn := info.rn
+	for {
+		call := AgentCall{Run: info, Agent: rn.agent, rn: rn}
+		err := rn.chains.agent(ctx, &call)
+		if h := (*Halt)(nil); errors.As(err, &h) {
+			return rn.halted(h), nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if rn.result != nil {
+			return rn.result, nil
+		}
+		if call.Handoff == nil {
+			return nil, fmt.Errorf("%w: agent %q stopped without an answer", ErrGraph, rn.agent.Name)
+		}
+		rn.agent, rn.offer = call.Handoff.Target, nil
+	}
+}
+
+// agentBase is the innermost AgentFunc: the agent's model turns. The run's
+// first agent first finishes a turn a previous request suspended.
+func agentBase(ctx context.Context, call *AgentCall) error {
+	rn := call.rn
+	rn.emit(Event{Kind: EventAgentStart, Agent: call.Agent.Name})
+	if !rn.resumed {
+		rn.resumed = true
+		out, err := rn.resume(ctx)
+		if err != nil {
+			return err
+		}
+		if out.suspended != nil {
+			return rn.finish(ctx, out.message, out.reason, out.suspended)
+		}
+		if out.handoff != nil {
+			call.Handoff = out.handoff
+			return nil
+		}
+	}
+	for {
+		if n := rn.info.shared.steps.Load(); n >= int64(rn.graph.MaxSteps) {
+			return fmt.Errorf("%w: the run would need model call %d (max_steps %d)", ErrMaxSteps, n+1, rn.graph.MaxSteps)
+		}
+		step := int(rn.info.shared.steps.Add(1))
+		resp, err := rn.callModel(ctx, step)
+		if err != nil {
+			return err
+		}
+		rn.usage.Add(resp.Usage)
+		msg := resp.Message
+		msg.Role = RoleAssistant
+		msg.Handoff = nil
+		fillCallIDs(msg.ToolCalls)
+		rn.transcript = append(rn.transcript, msg)
+		if len(msg.ToolCalls) == 0 {
+			return rn.finish(ctx, msg, resp.FinishReason, nil)
+		}
+		out, err := rn.turn(ctx, msg.ToolCalls)
+		if err != nil {
+			return err
+		}
+		if out.suspended != nil {
+			return rn.finish(ctx, out.message, out.reason, out.suspended)
+		}
+		// The step's save records the agent that now holds the
+		// conversation: the handoff's target when there was one.
+		holder := rn.agent
+		if out.handoff != nil {
+			holder = out.handoff.Target
+		}
+		if err := rn.save(ctx, holder, false); err != nil {
+			return err
+		}
+		if out.handoff != nil {
+			call.Handoff = out.handoff
+			return nil
+		}
+	}
+}
+
+// Steps is how many model calls the run (with its sub-agents and the run
+// they belong to) has started.
+func (ri *RunInfo) Steps() int { return int(ri.shared.steps.Load()) }
+
+// finish saves the last step, giving the session's lock back in the same
+// round trip, and records the result.
+func (rn *run) finish(ctx context.Context, msg Message, reason string, s *Suspension) error {
+	if err := rn.save(ctx, rn.agent, true); err != nil {
+		return err
+	}
+	if reason == "" {
+		reason = "stop"
+	}
+	rn.result = &Result{
+		Agent:        rn.agent.Name,
+		Message:      msg,
+		FinishReason: reason,
+		Usage:        rn.usage,
+		Suspension:   s,
+		ExternalTime: rn.external,
+	}
+	if rn.saver != nil {
+		rn.result.Version = rn.saver.version
+		rn.result.Point = pointAfter(rn.history, rn.transcript, rn.saver.version, rn.agent.Name)
+	}
+	return nil
+}
+
+// halted is the result of a run an interceptor ended with a Halt.
+func (rn *run) halted(h *Halt) *Result {
+	res := &Result{
+		Agent:        rn.agent.Name,
+		Message:      Message{Role: RoleAssistant, Content: h.Content},
+		FinishReason: h.FinishReason,
+		Usage:        rn.usage,
+		Halt:         h,
+		ExternalTime: rn.external,
+	}
+	if rn.saver != nil {
+		res.Version = rn.saver.version
+	}
+	return res
+}
+
+// save saves what the run added since the last save as one step, when the
+// run has a session.
+func (rn *run) save(ctx context.Context, holder *graphs.Agent, last bool) error {
+	if rn.saver == nil {
+		return nil
+	}
+	return rn.saver.save(ctx, rn, holder.Name, last)
+}
+
+// messages returns the run's whole transcript, history first; it copies
+// when there is history, which only input filters need.
+func (rn *run) messages() []Message {
+	if len(rn.history) == 0 {
+		return rn.transcript
+	}
+	return append(slices.Clip(rn.history), rn.transcript...)
+}
+
+// checkClientTools rejects a client tool named like a tool or handoff of the
+// active agent (the call could not be told apart), and a tool_choice the
+// agent cannot honour.
+func (rn *run) checkClientTools() error {
+	for _, t := range rn.req.ClientTools {
+		if agentTool(rn.agent, t.Name) != nil || agentHandoff(rn.agent, t.Name) != nil {
+			return fmt.Errorf("%w: client tool %q clashes with a tool or handoff of agent %q", ErrInvalidRequest, t.Name, rn.agent.Name)
+		}
+	}
+	return rn.checkToolChoice()
+}
+
+// fillCallIDs gives an id to every tool call that came without one (some
+// local models omit them), and the type "function" to one without a type:
+// results are matched to calls by id. This is the one place ids are made.
+func fillCallIDs(calls []ToolCall) {
+	for i := range calls {
+		if calls[i].ID == "" {
+			calls[i].ID = newCallID()
+		}
+		if calls[i].Type == "" {
+			calls[i].Type = "function"
+		}
+	}
+}
+
+// newCallID returns a fresh "call_..." id, unique in any transcript.
+func newCallID() string {
+	const digits = "0123456789abcdef"
+	b := []byte("call_sb_000000000000000000000000")
+	for i := len("call_sb_"); i < len(b); i++ {
+		b[i] = digits[rand.N(16)]
+	}
+	return string(b)
+}

@@ -1,0 +1,194 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/switchboard-ai/switchboard/telemetry/genai"
+)
+
+// observer is the Runner's own Interceptor: the spans of docs/spans.md and
+// the run's metrics. It is always the outermost interceptor, so that a gate
+// or guardrail inside it runs under the call's span (and may add events to
+// it, trace.SpanFromContext) and its time is counted in the call's.
+type observer struct {
+	tracer         trace.Tracer
+	metrics        Metrics
+	log            *slog.Logger
+	captureContent bool
+}
+
+var _ Interceptor = (*observer)(nil)
+
+// InterceptRun adds nothing: a run's span is the request's, the gateway's.
+func (o *observer) InterceptRun(next RunFunc) RunFunc { return next }
+
+// InterceptAgent opens the invoke_agent span of an agent taking the run;
+// the agent's model, tool and handoff spans are its children.
+func (o *observer) InterceptAgent(next AgentFunc) AgentFunc {
+	return func(ctx context.Context, call *AgentCall) error {
+		ctx, span := o.tracer.Start(ctx, "invoke_agent "+call.Agent.Name, trace.WithSpanKind(trace.SpanKindInternal))
+		if span.IsRecording() {
+			span.SetAttributes(
+				genai.OperationName.String(genai.OperationInvokeAgent),
+				genai.AgentName.String(call.Agent.Name),
+				genai.Graph.String(call.Run.Graph.Name),
+			)
+			if call.Run.SessionID != "" {
+				span.SetAttributes(genai.ConversationID.String(call.Run.SessionID))
+			}
+		}
+		err := next(ctx, call)
+		endSpan(span, err)
+		return err
+	}
+}
+
+// InterceptModel traces and counts one provider call.
+func (o *observer) InterceptModel(next ModelFunc) ModelFunc {
+	return func(ctx context.Context, call *ModelCall) (*ChatResponse, error) {
+		ref := call.Request.Model
+		ctx, span := o.tracer.Start(ctx, "chat "+ref.Model, trace.WithSpanKind(trace.SpanKindClient))
+		if span.IsRecording() {
+			span.SetAttributes(
+				genai.OperationName.String(genai.OperationChat),
+				genai.ProviderName.String(ref.Provider),
+				genai.RequestModel.String(ref.Model),
+				genai.AgentName.String(call.Agent.Name),
+			)
+			if o.captureContent {
+				if b, err := json.Marshal(call.Request.Messages.Flat()); err == nil {
+					span.SetAttributes(genai.InputMessages.String(string(b)))
+				}
+			}
+		}
+		start := time.Now()
+		resp, err := next(ctx, call)
+		d := time.Since(start).Seconds()
+		if err != nil {
+			o.metrics.ModelCall(ref.Provider, ref.Model, d, Usage{}, true)
+			endSpan(span, err)
+			return nil, err
+		}
+		o.metrics.ModelCall(ref.Provider, ref.Model, d, resp.Usage, false)
+		if span.IsRecording() {
+			span.SetAttributes(
+				genai.UsageInputTokens.Int(resp.Usage.PromptTokens),
+				genai.UsageOutputTokens.Int(resp.Usage.CompletionTokens),
+				genai.ResponseFinishReasons.StringSlice([]string{resp.FinishReason}),
+			)
+			if resp.ID != "" {
+				span.SetAttributes(genai.ResponseID.String(resp.ID))
+			}
+			if o.captureContent {
+				if b, err := json.Marshal([]Message{resp.Message}); err == nil {
+					span.SetAttributes(genai.OutputMessages.String(string(b)))
+				}
+			}
+		}
+		span.End()
+		return resp, nil
+	}
+}
+
+// InterceptTool traces and counts a server tool call (an execute_tool span
+// around it) or a handoff call (a handoff span with its outcome).
+func (o *observer) InterceptTool(next ToolFunc) ToolFunc {
+	return func(ctx context.Context, call *ToolInvocation) (ToolResult, error) {
+		if call.Handoff != nil {
+			return o.handoff(ctx, call, next)
+		}
+		ctx, span := o.tracer.Start(ctx, "execute_tool "+call.Tool.Name, trace.WithSpanKind(trace.SpanKindInternal))
+		if span.IsRecording() {
+			span.SetAttributes(
+				genai.OperationName.String(genai.OperationExecuteTool),
+				genai.ToolName.String(call.Tool.Name),
+				genai.ToolCallID.String(call.Call.ID),
+			)
+		}
+		start := time.Now()
+		res, err := next(ctx, call)
+		if res.Suspend == "" {
+			failed := err != nil || res.Code != ""
+			o.metrics.ToolCall(call.Tool.Name, time.Since(start).Seconds(), failed)
+		}
+		cause := err
+		if cause == nil && res.Code != "" {
+			cause = res.Err
+			if cause == nil {
+				cause = &toolFailure{code: res.Code}
+			}
+			o.log.Warn("tool failed", "tool", call.Tool.Name, "call", call.Call.ID, "code", res.Code, "err", cause)
+		}
+		endSpan(span, cause)
+		return res, err
+	}
+}
+
+// handoff records a handoff call as a span and a count once its outcome is
+// known; a refused one is an error. A suspended call has no outcome yet.
+func (o *observer) handoff(ctx context.Context, call *ToolInvocation, next ToolFunc) (ToolResult, error) {
+	res, err := next(ctx, call)
+	if err != nil || res.Suspend != "" {
+		return res, err
+	}
+	outcome := res.Code
+	if outcome == "" {
+		outcome = outcomeAccepted
+	}
+	from, to := call.Agent.Name, call.Handoff.Target.Name
+	_, span := o.tracer.Start(ctx, "handoff "+from+" -> "+to, trace.WithSpanKind(trace.SpanKindInternal))
+	if span.IsRecording() {
+		span.SetAttributes(
+			genai.HandoffFrom.String(from),
+			genai.HandoffTo.String(to),
+			genai.HandoffToolName.String(call.Handoff.ToolName),
+			genai.HandoffToolCallID.String(call.Call.ID),
+			genai.HandoffOutcome.String(outcome),
+		)
+		if outcome != outcomeAccepted {
+			span.SetStatus(codes.Error, outcome)
+		}
+	}
+	span.End()
+	o.metrics.Handoff(call.Run.Graph.Name, from, to, outcome)
+	return res, nil
+}
+
+// toolFailure is the error of a failed tool result that gave no cause.
+type toolFailure struct{ code string }
+
+func (e *toolFailure) Error() string { return e.code }
+
+// traceHookFailure records a failed on_handoff call on the current span.
+func traceHookFailure(ctx context.Context, url string, err error) {
+	span := trace.SpanFromContext(ctx)
+	if span.IsRecording() {
+		span.AddEvent("on_handoff failed", trace.WithAttributes(
+			attribute.String("url.full", url),
+			attribute.String("error.message", err.Error()),
+		))
+	}
+}
+
+// endSpan closes a span, marking it an error when err is not nil.
+func endSpan(span trace.Span, err error) {
+	if err != nil && span.IsRecording() {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
+}
+
+// nopMetrics records nothing.
+type nopMetrics struct{}
+
+func (nopMetrics) Handoff(string, string, string, string)         {}
+func (nopMetrics) ModelCall(string, string, float64, Usage, bool) {}
+func (nopMetrics) ToolCall(string, float64, bool)                 {}

@@ -1,0 +1,188 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/switchboard-ai/switchboard/graphs"
+)
+
+// The session layer: what a run in a session adds to the agent loop. The
+// session is loaded and locked (Acquire), its lease renewed while the run
+// lasts (lease.go), every step saved under the lease, and the lock released
+// at the end, with the last save when it can. runtime owns sessions: the
+// gateway reads and deletes them through the Runner, so that what the
+// Runner remembers of a session (its prompt reading) is always forgotten
+// with it.
+
+// runSession runs a request in its session.
+func (r *Runner) runSession(ctx context.Context, req *Request, emit func(Event)) (*Result, error) {
+	input := newInput(req.Messages)
+	if len(input) == 0 {
+		return nil, fmt.Errorf("%w: a session request needs new input after its last assistant message", ErrInvalidRequest)
+	}
+	key := SessionKey{Principal: req.Principal, ID: req.SessionID}
+	sess, lease, err := r.acquire(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("acquire session: %w", err)
+	}
+	if at := req.At; at != nil && at.Version != sess.Version {
+		_ = r.opts.Store.Release(context.WithoutCancel(ctx), key, lease)
+		return nil, fmt.Errorf("continue session at version %d, now %d: %w", at.Version, sess.Version, ErrMoved)
+	}
+	sv := &sessionSaver{store: r.opts.Store, key: key, lease: lease, version: sess.Version}
+	defer func() {
+		if sv.released {
+			return // the last save released the lock in its own round trip
+		}
+		// The lock goes back even when the client has gone away.
+		if err := r.opts.Store.Release(context.WithoutCancel(ctx), key, lease); err != nil {
+			r.log.Warn("release session", "session", key.ID, "err", err)
+		}
+	}()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := r.keepLease(ctx, key, lease, cancel)
+	defer stop()
+
+	rn := r.newRun(req, emit, nil)
+	rn.saver = sv
+	rn.history = sess.Messages
+	rn.histScan = r.prompts.history(key, rn.history)
+	rn.transcript = append(make([]Message, 0, len(input)+8), input...)
+	rn.agent = activeAgent(req.Graph, rn.histScan.marker)
+	rn.info.Agent, rn.info.Input = rn.agent, input
+	if err := rn.checkClientTools(); err != nil {
+		return nil, err
+	}
+	res, err := rn.start(ctx)
+	// Once the last save released the lock a renewal finds it gone and
+	// cancels ctx; the run had already ended with its work stored.
+	if !sv.released && errors.Is(context.Cause(ctx), ErrLeaseLost) {
+		return nil, fmt.Errorf("run stopped: %w", ErrLeaseLost)
+	}
+	return res, err
+}
+
+// sessionSaver saves a session run's steps under its lease.
+type sessionSaver struct {
+	store    Store
+	key      SessionKey
+	lease    Lease
+	version  int64
+	saved    int  // the run's transcript[:saved] is stored, after its history
+	replace  bool // the next save rewrites the whole session
+	released bool // the last save gave the lock back
+}
+
+// replaced records that an input filter rewrote the run's transcript: the
+// next save replaces the whole session with it.
+func (sv *sessionSaver) replaced() { sv.saved, sv.replace = 0, true }
+
+// save writes what the run added since the last save, as one step, with
+// holder as the session's active agent. The run's last save (last set) has
+// the store release the lock with the write, which saves a round trip;
+// when there is nothing to write, or the write fails, the lock stays for
+// runSession to release.
+func (sv *sessionSaver) save(ctx context.Context, rn *run, holder string, last bool) error {
+	w := Write{ActiveAgent: holder, Replace: sv.replace, Messages: rn.transcript, Release: last}
+	if !sv.replace {
+		w.Messages = rn.transcript[sv.saved:]
+	}
+	if len(w.Messages) == 0 && !w.Replace {
+		return nil
+	}
+	v, err := sv.store.Save(ctx, sv.key, sv.lease, w)
+	if err != nil {
+		return fmt.Errorf("save session: %w", err)
+	}
+	sv.version, sv.saved, sv.replace, sv.released = v, len(rn.transcript), false, last
+	return nil
+}
+
+// busyGrace is how long a request waits for a session's lock before it is
+// answered 409: long enough to cover a run that is just finishing (a client
+// that aborts a stream and sends its next turn at once races the aborted
+// run's release), short next to any real run.
+const busyGrace = 250 * time.Millisecond
+
+// acquire takes the session's lock, trying again for up to busyGrace while
+// another run holds it.
+func (r *Runner) acquire(ctx context.Context, key SessionKey) (*Session, Lease, error) {
+	deadline := time.Now().Add(busyGrace)
+	for {
+		sess, lease, err := r.opts.Store.Acquire(ctx, key)
+		if !errors.Is(err, ErrBusy) || time.Now().After(deadline) {
+			return sess, lease, err
+		}
+		t := time.NewTimer(20 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, Lease{}, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// Session reads a session without locking it; ErrNotFound when absent,
+// ErrInvalidRequest when sessions are not configured.
+func (r *Runner) Session(ctx context.Context, key SessionKey) (*Session, error) {
+	if r.opts.Store == nil {
+		return nil, fmt.Errorf("%w: sessions are not configured", ErrInvalidRequest)
+	}
+	return r.opts.Store.Load(ctx, key)
+}
+
+// DeleteSession forgets a session, and what the Runner remembers of it;
+// deleting an absent session is not an error.
+func (r *Runner) DeleteSession(ctx context.Context, key SessionKey) error {
+	if r.opts.Store == nil {
+		return fmt.Errorf("%w: sessions are not configured", ErrInvalidRequest)
+	}
+	if err := r.opts.Store.Delete(ctx, key); err != nil {
+		return err
+	}
+	r.prompts.forget(key)
+	return nil
+}
+
+// ForgetSession drops what the Runner remembers of a session (how its
+// history reads; see promptCache) without deleting it.
+func (r *Runner) ForgetSession(key SessionKey) {
+	r.prompts.forget(key)
+}
+
+// Ready reports whether the Runner can serve sessions: nil when the store
+// answers (or there is none). The error wraps ErrStoreUnavailable and may
+// name the store's address: log it, do not show it.
+func (r *Runner) Ready(ctx context.Context) error {
+	if r.opts.Store == nil {
+		return nil
+	}
+	return r.opts.Store.Ping(ctx)
+}
+
+// newInput returns the messages after the last assistant message, all of
+// them when there is none: clients may resend the whole history or send only
+// the new turn.
+func newInput(msgs []Message) []Message {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == RoleAssistant {
+			return msgs[i+1:]
+		}
+	}
+	return msgs
+}
+
+// activeAgent is the agent a session's last handoff marker names (its
+// `to`, docs/handoffs.md), or the lead when there is none or that agent is
+// not in the graph.
+func activeAgent(g *graphs.Graph, marker string) *graphs.Agent {
+	if a, ok := g.Agents[marker]; ok {
+		return a
+	}
+	return g.Lead
+}

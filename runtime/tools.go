@@ -1,0 +1,71 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/switchboard-ai/switchboard/graphs"
+)
+
+// ToolRunner runs server-side tools. A runner serves one or more kinds of
+// tool (graphs.ToolKind); ToolKinds dispatches each call to the runner of
+// its kind, as caddy's reverse proxy picks its transport by config.
+type ToolRunner interface {
+	// Run runs the call's tool with the call's JSON arguments
+	// (call.Call.Function.Arguments) and returns its result text. Any
+	// error is reported to the model as tool_failed with the error's text.
+	Run(ctx context.Context, call *ToolInvocation) (string, error)
+}
+
+// ToolKinds is the dispatching ToolRunner: one runner per kind of tool.
+// A new kind of tool (MCP, agent, memory) is a new entry, not a new branch.
+type ToolKinds map[graphs.ToolKind]ToolRunner
+
+var _ ToolRunner = ToolKinds(nil)
+
+// errNoRunner is returned for a tool whose kind has no runner.
+var errNoRunner = errors.New("no runner for this kind of tool")
+
+// Run runs the call with the runner of its tool's kind.
+func (k ToolKinds) Run(ctx context.Context, call *ToolInvocation) (string, error) {
+	r, ok := k[call.Tool.Kind]
+	if !ok {
+		return "", fmt.Errorf("%w: %q", errNoRunner, call.Tool.Kind)
+	}
+	return r.Run(ctx, call)
+}
+
+// ErrResultTooLarge is returned by a tool runner for a result over its
+// bound; the model reads "result too large" as a tool_failed message.
+var ErrResultTooLarge = errors.New("result too large")
+
+// toolBase is the innermost ToolFunc: a refusal decided by the run, a
+// handoff's validation, or the tool's runner. A runner's error becomes the
+// tool_failed result the model reads.
+func toolBase(ctx context.Context, call *ToolInvocation) (ToolResult, error) {
+	rn := call.rn
+	switch {
+	case call.Refusal != nil:
+		return ToolError(call.Refusal.Code, call.Refusal.Message), nil
+	case call.Handoff != nil:
+		return rn.considerHandoff(call), nil
+	}
+	var out string
+	var err error
+	if rn.opts.Tools == nil {
+		err = errors.New("no tool runner configured")
+	} else {
+		out, err = rn.opts.Tools.Run(ctx, call)
+	}
+	if err != nil {
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			// The run is over (client gone); this is not the tool's fault.
+			return ToolResult{}, err
+		}
+		res := ToolError(codeToolFailed, fmt.Sprintf("tool %q failed: %v", call.Tool.Name, err))
+		res.Err = err
+		return res, nil
+	}
+	return ToolResult{Content: out}, nil
+}
