@@ -24,6 +24,8 @@ type rawConfig struct {
 	Tools map[string]rawTool `yaml:"tools"`
 	// MCPServers are the MCP servers whose tools agents may use, by name.
 	MCPServers map[string]rawMCPServer `yaml:"mcp_servers"`
+	// Memory holds the memory slots graphs may use, by name (memory.go).
+	Memory map[string]rawMemorySlot `yaml:"memory"`
 	// Agents are keyed by name.
 	Agents map[string]rawAgent `yaml:"agents"`
 	// Graphs are keyed by the model name clients use. At least one is
@@ -217,4 +219,7 @@ type rawGraph struct {
 	// ToolConcurrency bounds the server tools of one turn running at once;
 	// default 8.
 	ToolConcurrency *int `yaml:"tool_concurrency"`
+	// Memory names entries of the top-level `memory:` that every agent of
+	// the graph remembers into and recalls from; default none.
+	Memory []string `yaml:"memory"`
 }

@@ -120,6 +120,8 @@ type Graph struct {
 	// (default 8).
 	MaxToolCallsPerTurn int
 	ToolConcurrency     int
+	// Memory lists the graph's memory slots, in the order of its `memory:`.
+	Memory []*MemorySlot
 }
 
 // Agent is one compiled agent. Agents are shared between graphs.
