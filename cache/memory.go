@@ -25,7 +25,9 @@ type Memory struct {
 	sessions map[runtime.SessionKey]*memSession
 	// responses are the stored responses (responses.go).
 	responses map[responseKey]*memRecord
-	closed    bool
+	// facts are memory slots' facts (facts.go), by factsKey.
+	facts  map[string]*memFacts
+	closed bool
 
 	stop chan struct{} // closed by Close to end the sweeper
 	done chan struct{} // closed by the sweeper when it returns
@@ -59,6 +61,7 @@ func NewMemory(opts Options) *Memory {
 		maxBytes:  opts.MaxSessionBytes,
 		sessions:  make(map[runtime.SessionKey]*memSession),
 		responses: make(map[responseKey]*memRecord),
+		facts:     make(map[string]*memFacts),
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
 	}
@@ -84,6 +87,7 @@ func (m *Memory) sweep(interval time.Duration) {
 				}
 			}
 			m.sweepResponses(now)
+			m.sweepFacts(now)
 			m.mu.Unlock()
 		}
 	}
@@ -268,6 +272,7 @@ func (m *Memory) Close() error {
 	m.closed = true
 	m.sessions = nil
 	m.responses = nil
+	m.facts = nil
 	m.mu.Unlock()
 	close(m.stop)
 	<-m.done

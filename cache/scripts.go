@@ -118,15 +118,17 @@ return 1
 // scripts are one store's loaded scripts.
 type scripts struct {
 	acquire, load, save, renew, release *redis.Script
+	remember                            *redis.Script // facts.go
 }
 
 func newScripts() scripts {
 	return scripts{
-		acquire: redis.NewScript(luaAcquire),
-		load:    redis.NewScript(luaLoad),
-		save:    redis.NewScript(luaSave),
-		renew:   redis.NewScript(luaRenew),
-		release: redis.NewScript(luaRelease),
+		acquire:  redis.NewScript(luaAcquire),
+		load:     redis.NewScript(luaLoad),
+		save:     redis.NewScript(luaSave),
+		renew:    redis.NewScript(luaRenew),
+		release:  redis.NewScript(luaRelease),
+		remember: redis.NewScript(luaRemember),
 	}
 }
 

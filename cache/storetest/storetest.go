@@ -72,6 +72,10 @@ func Run(t *testing.T, newStore NewStore) {
 		{"ConcurrentTurns", testConcurrency},
 		{"PingAndClose", testPingClose},
 		{"SessionSizeIsBounded", testSessionTooLarge},
+		{"MemoryFactsAreShared", testMemoryFacts},
+		{"MemoryKeepsMaxBytes", testMemoryTrim},
+		{"MemoryIsIsolated", testMemoryIsolation},
+		{"MemoryWriteRefreshesTTL", testMemoryTTL},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
