@@ -47,6 +47,9 @@ type Options struct {
 	// Limiter counts the rate limits of keys that have them; nil limits
 	// nothing.
 	Limiter Limiter
+	// Memory reads and forgets memory slots' facts (/v1/memory); nil
+	// answers every slot 404.
+	Memory MemoryStore
 }
 
 // Server serves the gateway's routes.
@@ -100,6 +103,8 @@ func New(opts Options) *Server {
 	v1.POST("/responses", s.admitRun, s.createResponse)
 	v1.GET("/responses/:id", s.getResponse)
 	v1.DELETE("/responses/:id", s.deleteResponse)
+	v1.GET("/memory/:slot", s.getMemory)
+	v1.DELETE("/memory/:slot", s.deleteMemory)
 	e.NoRoute(func(c *gin.Context) {
 		// Every /v1/... route needs a key, even one that does not exist:
 		// without one, nothing is told about the API.

@@ -34,7 +34,8 @@ func compile(raw *rawConfig, builtin map[string]Provider, p *problems) *Set {
 		compileAgentMCP(agents[name], raw.Agents[name].MCP, set.MCPServers, p)
 	}
 	set.Graphs = compileGraphs(raw.Graphs, agents, p)
-	compileGraphMemory(raw.Graphs, set.Graphs, compileMemory(raw.Memory, p), p)
+	set.Memory = compileMemory(raw.Memory, p)
+	compileGraphMemory(raw.Graphs, set.Graphs, set.Memory, p)
 	set.GraphNames = slices.Sorted(maps.Keys(set.Graphs))
 	return set
 }

@@ -21,6 +21,8 @@ type Set struct {
 	Providers map[string]Provider
 	// MCPServers holds every entry of `mcp_servers:`, keyed by name.
 	MCPServers map[string]*MCPServer
+	// Memory holds every memory slot of `memory:`, keyed by name.
+	Memory map[string]*MemorySlot
 	// Graphs are keyed by model name.
 	Graphs map[string]*Graph
 	// GraphNames lists the keys of Graphs, sorted.

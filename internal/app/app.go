@@ -34,11 +34,13 @@ type App struct {
 	store   runtime.Store
 	// responses keeps stored responses, beside the sessions.
 	responses gateway.ResponseStore
-	metrics   *telemetry.Metrics
-	reg       *prometheus.Registry
-	limiter   gateway.Limiter
-	server    *http.Server
-	gens      generations
+	// memory keeps memory slots' facts, beside the sessions.
+	memory  runtime.MemoryStore
+	metrics *telemetry.Metrics
+	reg     *prometheus.Registry
+	limiter gateway.Limiter
+	server  *http.Server
+	gens    generations
 }
 
 // Option changes how New wires a gateway.
@@ -85,10 +87,11 @@ func New(ctx context.Context, cfg *graphs.Set, log *slog.Logger, opts ...Option)
 	// Stored responses live beside the sessions; every store of cache
 	// keeps them.
 	responses, _ := store.(gateway.ResponseStore)
+	memory, _ := store.(runtime.MemoryStore)
 	if o.wrapStore != nil {
 		store = o.wrapStore(store)
 	}
-	a := &App{log: log, tracing: tracing, store: store, responses: responses, metrics: metrics, reg: reg, limiter: limiter}
+	a := &App{log: log, tracing: tracing, store: store, responses: responses, memory: memory, metrics: metrics, reg: reg, limiter: limiter}
 	a.gens.reloads = telemetry.NewReloads(reg)
 	gen, err := a.newGeneration(cfg)
 	if err != nil {
@@ -151,6 +154,7 @@ func (a *App) newGeneration(cfg *graphs.Set) (*generation, error) {
 		Propagator:     a.tracing.Propagator,
 		Logger:         a.log,
 		Limiter:        a.limiter,
+		Memory:         a.memory,
 	})
 	return &generation{cfg: cfg, models: models, gateway: gw, handler: gw.Handler()}, nil
 }
