@@ -59,4 +59,7 @@ type ToolKind string
 const (
 	// ToolHTTP is a POST of the call's arguments to a URL (Tool.HTTP).
 	ToolHTTP ToolKind = "http"
+	// ToolMemory remembers into or recalls from a memory slot
+	// (Tool.Memory).
+	ToolMemory ToolKind = "memory"
 )

@@ -124,6 +124,10 @@ type Graph struct {
 	ToolConcurrency     int
 	// Memory lists the graph's memory slots, in the order of its `memory:`.
 	Memory []*MemorySlot
+	// MemoryTools are the remember_ and recall_ tools of Memory, two per
+	// slot in the same order, offered to every agent of the graph whose
+	// run has a value for the slot's scope.
+	MemoryTools []*Tool
 }
 
 // Agent is one compiled agent. Agents are shared between graphs.
@@ -152,6 +156,8 @@ type Tool struct {
 	Kind       ToolKind
 	// HTTP is set when Kind is ToolHTTP.
 	HTTP *HTTPTool
+	// Memory is set when Kind is ToolMemory.
+	Memory *MemoryTool
 }
 
 // HTTPTool is a tool run by a POST of the call's JSON arguments to URL,

@@ -1,6 +1,7 @@
 package graphs
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"regexp"
@@ -69,8 +70,56 @@ func (s *MemorySlot) RememberTool() string { return RememberPrefix + s.Name }
 // RecallTool is the name of the slot's recall tool.
 func (s *MemorySlot) RecallTool() string { return RecallPrefix + s.Name }
 
+// MemoryOp says what a memory tool does.
+type MemoryOp string
+
+// The memory tools' operations.
+const (
+	MemoryRemember MemoryOp = "remember"
+	MemoryRecall   MemoryOp = "recall"
+)
+
+// MemoryTool is a tool that remembers into or recalls from Slot.
+type MemoryTool struct {
+	Slot *MemorySlot
+	Op   MemoryOp
+}
+
+// The memory tools' parameters.
+var (
+	rememberParameters = json.RawMessage(`{"type":"object","properties":{"fact":{"type":"string","description":"One fact, in one short line"}},"required":["fact"]}`)
+	recallParameters   = json.RawMessage(`{"type":"object","properties":{}}`)
+)
+
+// memoryTools returns the remember_ and recall_ tools of s.
+func memoryTools(s *MemorySlot) []*Tool {
+	about := ""
+	if s.Description != "" {
+		about = " (" + s.Description + ")"
+	}
+	return []*Tool{
+		{
+			Name:        s.RememberTool(),
+			Description: "Remembers one fact in the memory " + s.Name + about + ", for this and later conversations; the oldest facts go when it is full.",
+			Parameters:  rememberParameters,
+			Kind:        ToolMemory,
+			Memory:      &MemoryTool{Slot: s, Op: MemoryRemember},
+		},
+		{
+			Name:        s.RecallTool(),
+			Description: "Returns the facts of the memory " + s.Name + about + ", one per line.",
+			Parameters:  recallParameters,
+			Kind:        ToolMemory,
+			Memory:      &MemoryTool{Slot: s, Op: MemoryRecall},
+		},
+	}
+}
+
 // compileMemory builds every slot of `memory:`, used or not.
 func compileMemory(raw map[string]rawMemorySlot, p *problems) map[string]*MemorySlot {
+	if len(raw) == 0 {
+		return nil
+	}
 	out := make(map[string]*MemorySlot, len(raw))
 	for _, name := range slices.Sorted(maps.Keys(raw)) {
 		r := raw[name]
@@ -148,6 +197,7 @@ func compileGraphMemory(raw map[string]rawGraph, graphs map[string]*Graph, slots
 			}
 			listed[sn] = true
 			g.Memory = append(g.Memory, s)
+			g.MemoryTools = append(g.MemoryTools, memoryTools(s)...)
 		}
 		for _, an := range slices.Sorted(maps.Keys(g.Agents)) {
 			a := g.Agents[an]
