@@ -377,6 +377,9 @@ func (sb *streamBench) phase(ctx context.Context, variant string, n, round int) 
 	if res.dropped > 0 {
 		fmt.Fprintf(sb.progress, "  %d dropped, e.g.: %s\n", res.dropped, strings.Join(res.errs, "; "))
 	}
+	if n := strings.Count(p.log.String(), "\n"); n > 0 {
+		fmt.Fprintf(sb.progress, "  %s logged %d lines; the last: %s\n", p.name, n, tail(p.log.String(), 600))
+	}
 	return out, nil
 }
 
