@@ -249,7 +249,9 @@ func (sb *streamBench) phase(ctx context.Context, variant string, n, round int) 
 		return nil, err
 	}
 	defer p.stop()
-	client := &http.Client{Transport: &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: 64}}
+	// Every stream on a connection of its own, as from a client each: a
+	// connection reused from an ended stream may be closed under it.
+	client := &http.Client{Transport: &http.Transport{DisableCompression: true, DisableKeepAlives: true}}
 	defer client.CloseIdleConnections()
 	url := p.base + "/v1/chat/completions"
 
