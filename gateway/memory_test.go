@@ -2,9 +2,14 @@ package gateway_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
+	"strconv"
+	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/switchboard-ai/switchboard/internal/fakeupstream"
 	"github.com/switchboard-ai/switchboard/internal/gwtest"
@@ -110,5 +115,229 @@ func TestMemoryAPIErrors(t *testing.T) {
 	}
 	if resp := gw.Do(context.Background(), http.MethodDelete, "/v1/memory/notes?session=s1", nil, bearer("key-acme")); resp.Status != http.StatusNoContent {
 		t.Errorf("DELETE: status %d: %s", resp.Status, resp.Body)
+	}
+}
+
+// memChat is one chat request of the memory desk: key, session (empty for
+// none) and customer (empty for no metadata).
+func memChat(t *testing.T, gw *gwtest.Gateway, key, sessionID, customer, text string) *gwtest.Completion {
+	t.Helper()
+	body := gwtest.User("support", text)
+	if customer != "" {
+		body["metadata"] = map[string]string{"customer_id": customer}
+	}
+	h := bearer(key)
+	if sessionID != "" {
+		h["X-Session-Id"] = sessionID
+	}
+	return completion(t, gw, body, h)
+}
+
+// block is the <memory> block of a slot holding facts.
+func block(slot string, facts ...string) string {
+	b := `<memory name="` + slot + `">` + "\n"
+	for _, f := range facts {
+		b += f + "\n"
+	}
+	return b + "</memory>"
+}
+
+func remember(id, slot, fact string) fakeupstream.Reply {
+	return fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall(id, "remember_"+slot, `{"fact":`+strconv.Quote(fact)+`}`)}}
+}
+
+// A fact remembered in one session is in the system prompt of a new session
+// of the same customer (and in the very next model call of its own run),
+// not in another customer's or another principal's; DELETE forgets it.
+func TestMemoryAcrossSessions(t *testing.T) {
+	stores(t, func(t *testing.T, storeURL string) {
+		gw, fake := memoryDesk(t, storeURL,
+			remember("c1", "customer_profile", "prefers email"),
+			fakeupstream.Reply{Text: "noted"},
+			fakeupstream.Reply{Text: "same customer"},
+			fakeupstream.Reply{Text: "other customer"},
+			fakeupstream.Reply{Text: "other principal"},
+			fakeupstream.Reply{Text: "no customer"},
+			fakeupstream.Reply{Text: "forgotten"},
+		)
+		c1, c2 := "c1-"+newSessionID(t), "c2-"+newSessionID(t)
+		s1, s2 := newSessionID(t), newSessionID(t)
+		const triage = "You are the triage desk.\n\n"
+
+		if c := memChat(t, gw, "key-acme", s1, c1, "I prefer email"); c.Text() != "noted" {
+			t.Fatalf("reply %q", c.Text())
+		}
+		reqs := fake.Requests()
+		if got, want := systemPrompt(t, reqs[0]), triage+block("customer_profile")+"\n\n"+block("notes"); got != want {
+			t.Errorf("first system prompt:\n%s\nwant:\n%s", got, want)
+		}
+		want := []string{"remember_customer_profile", "recall_customer_profile", "remember_notes", "recall_notes", "transfer_to_billing"}
+		if diff := cmp.Diff(want, toolNames(reqs[0])); diff != "" {
+			t.Errorf("tools (-want +got):\n%s", diff)
+		}
+		if got := toolResults(reqs[1])["c1"]; got != `{"remembered": true, "dropped": 0}` {
+			t.Errorf("remember result %q", got)
+		}
+		// The fact is in the run's next model call already.
+		if got, want := systemPrompt(t, reqs[1]), triage+block("customer_profile", "prefers email")+"\n\n"+block("notes"); got != want {
+			t.Errorf("second system prompt:\n%s\nwant:\n%s", got, want)
+		}
+
+		prompts := map[string]string{}
+		for _, tc := range []struct{ name, key, session, customer, want string }{
+			{"same customer", "key-acme", s2, c1, triage + block("customer_profile", "prefers email") + "\n\n" + block("notes")},
+			{"other customer", "key-acme", newSessionID(t), c2, triage + block("customer_profile") + "\n\n" + block("notes")},
+			{"other principal", "key-globex", newSessionID(t), c1, triage + block("customer_profile") + "\n\n" + block("notes")},
+			// No customer: no such slot, no tools for it, no block.
+			{"no customer", "key-acme", newSessionID(t), "", triage + block("notes")},
+		} {
+			n := len(fake.Requests())
+			if c := memChat(t, gw, tc.key, tc.session, tc.customer, "hello"); c.Text() != tc.name {
+				t.Fatalf("%s: reply %q", tc.name, c.Text())
+			}
+			r := fake.Requests()[n]
+			prompts[tc.name] = systemPrompt(t, r)
+			if prompts[tc.name] != tc.want {
+				t.Errorf("%s: system prompt:\n%s\nwant:\n%s", tc.name, prompts[tc.name], tc.want)
+			}
+			if tc.customer == "" && contains(toolNames(r), "remember_customer_profile") {
+				t.Errorf("no customer: offered %q", toolNames(r))
+			}
+		}
+
+		q := url.Values{"metadata.customer_id": {c1}}
+		if diff := cmp.Diff([]string{"prefers email"}, getMemory(t, gw, "key-acme", "customer_profile", q)); diff != "" {
+			t.Errorf("GET (-want +got):\n%s", diff)
+		}
+		if got := getMemory(t, gw, "key-globex", "customer_profile", q); len(got) != 0 {
+			t.Errorf("another principal reads %q", got)
+		}
+		if got := getMemory(t, gw, "key-acme", "notes", url.Values{"session": {s1}}); len(got) != 0 {
+			t.Errorf("notes of s1: %q", got)
+		}
+		if resp := gw.Do(context.Background(), http.MethodDelete, "/v1/memory/customer_profile?"+q.Encode(), nil, bearer("key-acme")); resp.Status != http.StatusNoContent {
+			t.Fatalf("DELETE: %d %s", resp.Status, resp.Body)
+		}
+		if got := getMemory(t, gw, "key-acme", "customer_profile", q); len(got) != 0 {
+			t.Errorf("after DELETE: %q", got)
+		}
+		n := len(fake.Requests())
+		memChat(t, gw, "key-acme", newSessionID(t), c1, "hello again")
+		if got, want := systemPrompt(t, fake.Requests()[n]), triage+block("customer_profile")+"\n\n"+block("notes"); got != want {
+			t.Errorf("after DELETE, system prompt:\n%s\nwant:\n%s", got, want)
+		}
+		assertSystemFirst(t, fake)
+	})
+}
+
+// The target of a handoff keeps the memory: the block in its system prompt
+// (before the routing note) and the tools, in the handoff run and in the
+// session's later turns.
+func TestMemorySurvivesHandoff(t *testing.T) {
+	stores(t, func(t *testing.T, storeURL string) {
+		gw, fake := memoryDesk(t, storeURL,
+			fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{
+				toolCall("r1", "remember_customer_profile", `{"fact":"order 42 arrived broken"}`),
+				toolCall("h1", "transfer_to_billing", `{"reason":"refund"}`),
+			}},
+			fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("r2", "recall_customer_profile", `{}`)}},
+			fakeupstream.Reply{Text: "billing: refund for order 42"},
+			fakeupstream.Reply{Text: "billing again"},
+		)
+		customer, id := "c-"+newSessionID(t), newSessionID(t)
+		c := memChat(t, gw, "key-acme", id, customer, "my order broke")
+		if c.Metadata.AgentName != "billing" {
+			t.Fatalf("answered by %q", c.Metadata.AgentName)
+		}
+		reqs := fake.Requests()
+		wantPrompt := "You are the billing desk.\n\n" + block("customer_profile", "order 42 arrived broken") + "\n\n" + block("notes") +
+			"\n\n[routing note - not from the user] handoff triage -> billing: reason=\"refund\""
+		if got := systemPrompt(t, reqs[1]); got != wantPrompt {
+			t.Errorf("billing system prompt:\n%s\nwant:\n%s", got, wantPrompt)
+		}
+		want := []string{"remember_customer_profile", "recall_customer_profile", "remember_notes", "recall_notes"}
+		if diff := cmp.Diff(want, toolNames(reqs[1])); diff != "" {
+			t.Errorf("billing tools (-want +got):\n%s", diff)
+		}
+		if got := toolResults(reqs[2])["r2"]; got != "order 42 arrived broken" {
+			t.Errorf("recall result %q", got)
+		}
+		// A later turn of the session: billing still has the memory.
+		memChat(t, gw, "key-acme", id, customer, "thanks")
+		last := fake.Requests()[3]
+		if got := systemPrompt(t, last); !strings.HasPrefix(got, "You are the billing desk.\n\n"+block("customer_profile", "order 42 arrived broken")) {
+			t.Errorf("later turn system prompt:\n%s", got)
+		}
+		if !contains(toolNames(last), "remember_customer_profile") {
+			t.Errorf("later turn tools %q", toolNames(last))
+		}
+		assertSystemFirst(t, fake)
+	})
+}
+
+// A fact over max_bytes alone is too_large and stored nowhere; past
+// max_bytes the oldest facts go.
+func TestMemoryMaxBytes(t *testing.T) {
+	stores(t, func(t *testing.T, storeURL string) {
+		a20, b20, c5 := strings.Repeat("a", 20), strings.Repeat("b", 20), "ccccc"
+		gw, fake := memoryDesk(t, storeURL,
+			remember("big", "customer_profile", strings.Repeat("x", 41)),
+			remember("m1", "customer_profile", a20),
+			remember("m2", "customer_profile", b20),
+			remember("m3", "customer_profile", c5),
+			fakeupstream.Reply{Text: "done"},
+		)
+		customer := "c-" + newSessionID(t)
+		memChat(t, gw, "key-acme", "", customer, "remember things")
+		reqs := fake.Requests()
+		var e struct {
+			Error struct{ Code, Message string }
+		}
+		if err := json.Unmarshal([]byte(toolResults(reqs[1])["big"]), &e); err != nil || e.Error.Code != "too_large" || e.Error.Message == "" {
+			t.Errorf("41-byte fact: %s", toolResults(reqs[1])["big"])
+		}
+		if got := toolResults(reqs[4])["m3"]; got != `{"remembered": true, "dropped": 1}` {
+			t.Errorf("third fact: %q", got)
+		}
+		want := []string{b20, c5}
+		if diff := cmp.Diff(want, getMemory(t, gw, "key-acme", "customer_profile", url.Values{"metadata.customer_id": {customer}})); diff != "" {
+			t.Errorf("facts (-want +got):\n%s", diff)
+		}
+		if got := systemPrompt(t, reqs[4]); !strings.Contains(got, block("customer_profile", b20, c5)) {
+			t.Errorf("system prompt:\n%s", got)
+		}
+	})
+}
+
+// Two gateways on one Redis share memory: remembered on one, it is in the
+// other's prompt and API, and a DELETE on the other forgets it for both.
+func TestMemorySharedByGateways(t *testing.T) {
+	needRedis(t)
+	fake := fakeupstream.New(t,
+		remember("c1", "customer_profile", "speaks French"),
+		fakeupstream.Reply{Text: "noted on A"},
+		fakeupstream.Reply{Text: "B knows"},
+		fakeupstream.Reply{Text: "A forgot"},
+	)
+	fake.SetStrict(true)
+	yaml := memoryYAML + "store: {url: \"" + redisURL + "\"}\n"
+	env := map[string]string{"FAKE_URL": fake.URL}
+	a, b := gwtest.Start(t, yaml, env), gwtest.Start(t, yaml, env)
+	customer := "c-" + newSessionID(t)
+	memChat(t, a, "key-acme", newSessionID(t), customer, "je parle français")
+	memChat(t, b, "key-acme", newSessionID(t), customer, "bonjour")
+	if got := systemPrompt(t, fake.Requests()[2]); !strings.Contains(got, block("customer_profile", "speaks French")) {
+		t.Errorf("gateway B's system prompt:\n%s", got)
+	}
+	q := url.Values{"metadata.customer_id": {customer}}
+	if diff := cmp.Diff([]string{"speaks French"}, getMemory(t, b, "key-acme", "customer_profile", q)); diff != "" {
+		t.Errorf("GET on B (-want +got):\n%s", diff)
+	}
+	if resp := b.Do(context.Background(), http.MethodDelete, "/v1/memory/customer_profile?"+q.Encode(), nil, bearer("key-acme")); resp.Status != http.StatusNoContent {
+		t.Fatalf("DELETE on B: %d", resp.Status)
+	}
+	memChat(t, a, "key-acme", newSessionID(t), customer, "bonjour")
+	if got := systemPrompt(t, fake.Requests()[3]); !strings.Contains(got, block("customer_profile")) {
+		t.Errorf("gateway A after DELETE on B:\n%s", got)
 	}
 }

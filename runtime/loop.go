@@ -26,6 +26,9 @@ type run struct {
 	graph *graphs.Graph
 	agent *graphs.Agent
 	offer []ToolDef // tools offered to the current agent
+	// mem are the run's memory slots, worked out once (memBound).
+	mem      []boundSlot
+	memBound bool
 	// choice is the request's tool_choice, checked (toolchoice.go).
 	choice toolChoice
 	// noHandoffs offers the agent none of its handoffs (a sub-agent).
@@ -208,7 +211,7 @@ func (rn *run) messages() []Message {
 // agent cannot honour.
 func (rn *run) checkClientTools() error {
 	for _, t := range rn.req.ClientTools {
-		if agentTool(rn.agent, t.Name) != nil || agentHandoff(rn.agent, t.Name) != nil {
+		if agentTool(rn.agent, t.Name) != nil || agentHandoff(rn.agent, t.Name) != nil || rn.memoryTool(t.Name) != nil {
 			return fmt.Errorf("%w: client tool %q clashes with a tool or handoff of agent %q", ErrInvalidRequest, t.Name, rn.agent.Name)
 		}
 	}

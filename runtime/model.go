@@ -10,8 +10,12 @@ import (
 // fallbacks in order while a call fails before any text reached the client.
 // Each model tried is one call through the model chain.
 func (rn *run) callModel(ctx context.Context, step int) (*ChatResponse, error) {
+	instructions, err := rn.instructions(ctx)
+	if err != nil {
+		return nil, err
+	}
 	req := &ChatRequest{
-		Messages: rn.histScan.promptWith(rn.agent.Instructions, rn.history, rn.transcript),
+		Messages: rn.histScan.promptWith(instructions, rn.history, rn.transcript),
 		Tools:    rn.offered(),
 		Params:   rn.req.Params,
 		Stream:   rn.req.Stream,
@@ -27,7 +31,6 @@ func (rn *run) callModel(ctx context.Context, step int) (*ChatResponse, error) {
 		}
 	}
 	rn.model = ModelCall{Run: &rn.info, Agent: rn.agent, Request: req, OnDelta: onDelta, Step: step}
-	var err error
 	for _, ref := range rn.agent.Models {
 		req.Model = ref
 		start := time.Now()
@@ -61,6 +64,9 @@ func (rn *run) offered() []ToolDef {
 	for _, t := range a.Tools {
 		out = append(out, ToolDef{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
 	}
+	for _, t := range rn.memoryTools() {
+		out = append(out, ToolDef{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
+	}
 	if !rn.noHandoffs {
 		for _, h := range a.Handoffs {
 			if h.EnabledWhen.Holds(rn.req.Metadata, rn.req.Principal) {
@@ -70,7 +76,7 @@ func (rn *run) offered() []ToolDef {
 	}
 	for _, t := range rn.req.ClientTools {
 		// After a handoff the target's own names win over the client's.
-		if agentTool(a, t.Name) == nil && agentHandoff(a, t.Name) == nil {
+		if agentTool(a, t.Name) == nil && agentHandoff(a, t.Name) == nil && rn.memoryTool(t.Name) == nil {
 			out = append(out, t)
 		}
 	}

@@ -22,6 +22,10 @@ type Options struct {
 	Tools ToolRunner
 	// Hooks calls on_handoff webhooks; nil skips them.
 	Hooks HookCaller
+	// Memory keeps memory slots' facts for the <memory> blocks of system
+	// prompts; nil offers no memory slot. Their tools are run by Tools:
+	// register MemoryTools for graphs.ToolMemory.
+	Memory MemoryStore
 	// Interceptors wrap every run, agent, model and tool call, the first
 	// outermost (see Interceptor). None costs nothing.
 	Interceptors []Interceptor

@@ -36,6 +36,17 @@ func (k ToolKinds) Run(ctx context.Context, call *ToolInvocation) (string, error
 	return r.Run(ctx, call)
 }
 
+// ToolCodeError is a tool error with a code of its own (docs/handoffs.md):
+// a runner returns it for a call the model should read as that code rather
+// than as tool_failed (a memory fact too_large, arguments that are not
+// what the tool takes).
+type ToolCodeError struct {
+	Code    string
+	Message string
+}
+
+func (e *ToolCodeError) Error() string { return e.Code + ": " + e.Message }
+
 // ErrResultTooLarge is returned by a tool runner for a result over its
 // bound; the model reads "result too large" as a tool_failed message.
 var ErrResultTooLarge = errors.New("result too large")
@@ -62,6 +73,11 @@ func toolBase(ctx context.Context, call *ToolInvocation) (ToolResult, error) {
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			// The run is over (client gone); this is not the tool's fault.
 			return ToolResult{}, err
+		}
+		if ce := (*ToolCodeError)(nil); errors.As(err, &ce) {
+			res := ToolError(ce.Code, ce.Message)
+			res.Err = err
+			return res, nil
 		}
 		res := ToolError(codeToolFailed, fmt.Sprintf("tool %q failed: %v", call.Tool.Name, err))
 		res.Err = err

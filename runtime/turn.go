@@ -192,6 +192,10 @@ func (rn *run) classify(c ToolCall) classified {
 		cl.kind, cl.inv.Tool = callServer, t
 		return cl
 	}
+	if t := rn.memoryTool(name); t != nil {
+		cl.kind, cl.inv.Tool = callServer, t
+		return cl
+	}
 	if h := agentHandoff(rn.agent, name); h != nil && !rn.noHandoffs {
 		cl.inv.Handoff = h
 		if h.EnabledWhen.Holds(rn.req.Metadata, rn.req.Principal) {
