@@ -26,10 +26,12 @@ var (
 
 // factsKey names key's facts. Every part is escaped and the parts are
 // joined by ':' (and scope names from values by '='), which escaping never
-// leaves, so that no two keys share a name. The principal is the hash tag.
+// leaves, so that no two keys share a name. The principal is the hash tag,
+// never an empty one (Redis Cluster ignores "{}"), so that a slot value's
+// keys share one Cluster slot even for the anonymous principal.
 func factsKey(key runtime.MemoryKey) string {
 	var b strings.Builder
-	b.WriteString("sb:mem:{")
+	b.WriteString("sb:mem:{p=")
 	b.WriteString(escape(key.Principal))
 	b.WriteString("}:")
 	b.WriteString(escape(key.Slot))

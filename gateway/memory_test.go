@@ -341,3 +341,40 @@ func TestMemorySharedByGateways(t *testing.T) {
 		t.Errorf("gateway A after DELETE on B:\n%s", got)
 	}
 }
+
+// Bad facts are the model's to read; a client tool may not take a memory
+// tool's name; recalling nothing is empty text.
+func TestMemoryToolErrors(t *testing.T) {
+	gw, fake := memoryDesk(t, "memory://",
+		fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("e1", "remember_notes", `{"fact":"  \n "}`)}},
+		fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("e2", "remember_notes", `{"note":"x"}`)}},
+		fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("r1", "recall_notes", `{}`)}},
+		remember("m1", "notes", "line one\nline two"),
+		fakeupstream.Reply{Text: "done"},
+	)
+	id := newSessionID(t)
+	memChat(t, gw, "key-acme", id, "", "hi")
+	reqs := fake.Requests()
+	for _, c := range []struct {
+		req int
+		id  string
+	}{{1, "e1"}, {2, "e2"}} {
+		if got := errorCode(t, toolResults(reqs[c.req])[c.id]); got != "invalid_args" {
+			t.Errorf("%s: %s", c.id, toolResults(reqs[c.req])[c.id])
+		}
+	}
+	if got, ok := toolResults(reqs[3])["r1"]; !ok || got != "" {
+		t.Errorf("recall of nothing: %q", got)
+	}
+	if diff := cmp.Diff([]string{"line one line two"}, getMemory(t, gw, "key-acme", "notes", url.Values{"session": {id}})); diff != "" {
+		t.Errorf("facts (-want +got):\n%s", diff)
+	}
+
+	body := gwtest.User("support", "hi")
+	body["tools"] = []map[string]any{{"type": "function", "function": map[string]any{"name": "recall_notes", "parameters": map[string]any{"type": "object"}}}}
+	h := bearer("key-acme")
+	h["X-Session-Id"] = newSessionID(t)
+	if resp := gw.Chat(body, h); resp.Status != http.StatusBadRequest || resp.ErrorCode(t) != "invalid_request" {
+		t.Errorf("client tool recall_notes: %d %s", resp.Status, resp.Body)
+	}
+}

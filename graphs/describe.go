@@ -30,6 +30,10 @@ func describeGraph(w io.Writer, g *Graph) {
 	}
 	fmt.Fprintf(w, "  lead: %s\n", g.Lead.Name)
 	fmt.Fprintf(w, "  limits: max_handoffs %d, max_steps %d\n", g.MaxHandoffs, g.MaxSteps)
+	for _, m := range g.Memory {
+		fmt.Fprintf(w, "  memory %s: scope %s, max_bytes %d, ttl %s (tools %s, %s for every agent)\n",
+			m.Name, strings.Join(m.Scope, ", "), m.MaxBytes, m.TTL, m.RememberTool(), m.RecallTool())
+	}
 	for _, a := range agentsInOrder(g) {
 		if a == g.Lead {
 			fmt.Fprintf(w, "  agent %s (lead)\n", a.Name)
