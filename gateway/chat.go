@@ -87,10 +87,6 @@ func (s *Server) chatCompletions(c *gin.Context) {
 		s.abortRequest(c, g.Name, start, badRequest("", "invalid session id in %s: 1 to 128 of A-Z a-z 0-9 . _ : -", s.cfg.Server.SessionHeader))
 		return
 	}
-	if m := s.opts.Metrics; m != nil {
-		m.Inflight(1)
-		defer m.Inflight(-1)
-	}
 	rreq := &runtime.Request{
 		Graph:       g,
 		Messages:    req.Messages,
@@ -102,31 +98,44 @@ func (s *Server) chatCompletions(c *gin.Context) {
 		Params:      &req.Params,
 		ToolChoice:  req.ToolChoice,
 	}
+	call := &runCall{graph: g, req: rreq, start: start}
 	if req.Stream {
-		s.stream(c, g, rreq, req.StreamOptions != nil && req.StreamOptions.IncludeUsage, start)
+		s.serveRun(c, call, s.newSSE(c, g, rreq.SessionID, req.StreamOptions != nil && req.StreamOptions.IncludeUsage))
 		return
 	}
-	res, err := s.opts.Runner.Run(c.Request.Context(), rreq, nil)
-	if err != nil {
-		s.abortRequest(c, g.Name, start, s.runError(g, err))
-		return
+	s.serveRun(c, call, &chatJSON{s: s, c: c, graph: g, sessionID: sessionID})
+}
+
+// chatJSON renders a run as one chat.completion object.
+type chatJSON struct {
+	s         *Server
+	c         *gin.Context
+	graph     *graphs.Graph
+	sessionID string
+}
+
+// events: a JSON reply needs only the result.
+func (r *chatJSON) events() func(runtime.Event) { return nil }
+
+func (r *chatJSON) result(res *runtime.Result) *Error {
+	r.c.Header("X-Agent-Name", res.Agent)
+	if r.sessionID != "" {
+		r.c.Header(r.s.cfg.Server.SessionHeader, r.sessionID)
 	}
-	recordUsage(c, res.Usage)
-	c.Header("X-Agent-Name", res.Agent)
-	if sessionID != "" {
-		c.Header(s.cfg.Server.SessionHeader, sessionID)
-	}
-	c.JSON(http.StatusOK, completion{
+	r.c.JSON(http.StatusOK, completion{
 		ID:       completionID(),
 		Object:   "chat.completion",
 		Created:  time.Now().Unix(),
-		Model:    g.Name,
+		Model:    r.graph.Name,
 		Choices:  []choice{{Message: newReplyMessage(res.Message), FinishReason: res.FinishReason}},
 		Usage:    res.Usage,
-		Metadata: replyMetadata{AgentName: res.Agent, SessionID: sessionID},
+		Metadata: replyMetadata{AgentName: res.Agent, SessionID: r.sessionID},
 	})
-	s.observe(g.Name, http.StatusOK, "", start, res.ExternalTime)
+	return nil
 }
+
+// fail writes nothing: the failure is answered as an HTTP error.
+func (r *chatJSON) fail(*Error) bool { return false }
 
 // decodeError maps a failure to read the body.
 func decodeError(err error) *Error {

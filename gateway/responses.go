@@ -67,10 +67,6 @@ func (s *Server) createResponse(c *gin.Context) {
 		s.abortRequest(c, g.Name, start, e)
 		return
 	}
-	if m := s.opts.Metrics; m != nil {
-		m.Inflight(1)
-		defer m.Inflight(-1)
-	}
 	call.run(sessionID)
 }
 
@@ -118,26 +114,15 @@ func newSessionID() string { return newID("sess_") }
 // run runs the graph and renders the response, as JSON or as a stream.
 func (call *responsesCall) run(sessionID string) {
 	s, c, req, g := call.s, call.c, call.req, call.g
-	ctx := c.Request.Context()
 	resp := newResponse(newID("resp_"), g.Name, req)
-	var w *responsesSSE
+	r := &responsesRenderer{call: call, resp: resp}
 	var send func(string, any)
 	if req.Stream {
-		w = &responsesSSE{c: c}
-		send = w.send
+		r.w = &responsesSSE{c: c}
+		send = r.w.send
 	}
-	rnd := newResponseRender(resp, req.includes(includeHandoffs), send)
-	var first string // the agent that starts the run, named in a stream's headers
-	emit := func(ev runtime.Event) {
-		if ev.Kind == runtime.EventAgentStart && first == "" {
-			first = ev.Agent
-			if w != nil {
-				c.Header("X-Agent-Name", ev.Agent)
-			}
-		}
-		rnd.onEvent(ev)
-	}
-	rreq := &runtime.Request{
+	r.rnd = newResponseRender(resp, req.includes(includeHandoffs), send)
+	r.rreq = &runtime.Request{
 		Graph:       g,
 		Messages:    req.messages,
 		ClientTools: req.clientTools(),
@@ -150,53 +135,77 @@ func (call *responsesCall) run(sessionID string) {
 	}
 	if call.prev != nil && !call.temporary {
 		at := call.prev.Point
-		rreq.At = &at
+		r.rreq.At = &at
 	}
 	if call.temporary {
 		defer call.forget(sessionID)
 	}
-	if sessionID != "" && w != nil && !call.temporary {
+	if sessionID != "" && r.w != nil && !call.temporary {
 		c.Header(s.cfg.Server.SessionHeader, sessionID)
 	}
-	if call.fresh {
-		if err := call.seed(ctx, sessionID); err != nil {
-			call.fail(rnd, err)
-			return
-		}
-	}
-	res, err := call.runOrFork(ctx, rreq, emit)
-	if err != nil {
-		call.fail(rnd, err)
-		return
-	}
-	recordUsage(c, res.Usage)
-	if call.temporary {
-		rreq.SessionID = ""
-	}
-	rnd.finish(res, map[string]string{"agentName": res.Agent, "sessionId": rreq.SessionID})
-	if req.stored() {
-		if e := call.store(resp, rreq.SessionID, res.Point); e != nil {
-			call.fail(rnd, e)
-			return
-		}
-	}
-	if w != nil {
-		rnd.complete()
-	} else {
-		c.Header("X-Agent-Name", res.Agent)
-		if rreq.SessionID != "" {
-			c.Header(s.cfg.Server.SessionHeader, rreq.SessionID)
-		}
-		c.JSON(http.StatusOK, resp)
-	}
-	s.observe(g.Name, http.StatusOK, "", call.start, res.ExternalTime)
+	s.serveRun(c, &runCall{graph: g, req: r.rreq, start: call.start, run: call.runOrFork}, r)
 }
+
+// responsesRenderer renders a run as a Responses object, or as the
+// Responses stream's events, and stores it when asked to.
+type responsesRenderer struct {
+	call  *responsesCall
+	resp  *responseObject
+	rnd   *responseRender
+	w     *responsesSSE // nil: a JSON reply
+	rreq  *runtime.Request
+	first string // the agent that starts the run, named in a stream's headers
+}
+
+func (r *responsesRenderer) events() func(runtime.Event) { return r.event }
+
+func (r *responsesRenderer) event(ev runtime.Event) {
+	if ev.Kind == runtime.EventAgentStart && r.first == "" {
+		r.first = ev.Agent
+		if r.w != nil {
+			r.call.c.Header("X-Agent-Name", ev.Agent)
+		}
+	}
+	r.rnd.onEvent(ev)
+}
+
+func (r *responsesRenderer) result(res *runtime.Result) *Error {
+	call, c := r.call, r.call.c
+	if call.temporary {
+		r.rreq.SessionID = ""
+	}
+	r.rnd.finish(res, map[string]string{"agentName": res.Agent, "sessionId": r.rreq.SessionID})
+	if call.req.stored() {
+		if e := call.store(r.resp, r.rreq.SessionID, res.Point); e != nil {
+			return e
+		}
+	}
+	if r.w != nil {
+		r.rnd.complete()
+		return nil
+	}
+	c.Header("X-Agent-Name", res.Agent)
+	if r.rreq.SessionID != "" {
+		c.Header(call.s.cfg.Server.SessionHeader, r.rreq.SessionID)
+	}
+	c.JSON(http.StatusOK, r.resp)
+	return nil
+}
+
+// fail answers a failed run: response.failed once the stream started, an
+// HTTP error before.
+func (r *responsesRenderer) fail(e *Error) bool { return r.rnd.fail(e) }
 
 // runOrFork runs rreq. When it continues from a point its session has moved
 // past, or is moving past (another run holds it), or when it runs on a
 // temporary session, the session is first forked from that point into a
 // new one, and the run goes on there.
 func (call *responsesCall) runOrFork(ctx context.Context, rreq *runtime.Request, emit func(runtime.Event)) (*runtime.Result, error) {
+	if call.fresh {
+		if err := call.seed(ctx, rreq.SessionID); err != nil {
+			return nil, err
+		}
+	}
 	if !call.temporary {
 		res, err := call.s.opts.Runner.Run(ctx, rreq, emit)
 		// A session another run holds is moving past the point too.
@@ -273,17 +282,6 @@ func (call *responsesCall) forget(sessionID string) {
 	if err := call.s.opts.Runner.DeleteSession(context.WithoutCancel(call.c.Request.Context()), key); err != nil {
 		call.s.log.Warn("delete temporary session", "err", err)
 	}
-}
-
-// fail answers a failed run: an HTTP error before the stream started,
-// response.failed after.
-func (call *responsesCall) fail(rnd *responseRender, err error) {
-	e := call.s.runError(call.g, err)
-	if !rnd.fail(e) {
-		call.s.abortRequest(call.c, call.g.Name, call.start, e)
-		return
-	}
-	call.s.observe(call.g.Name, e.Status, e.Code, call.start, 0)
 }
 
 // responsesSSE writes a Responses stream: each event as `event: <type>`

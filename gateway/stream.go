@@ -60,49 +60,48 @@ type sse struct {
 	started  bool
 	sentRole bool
 	buf      []byte // the event being sent, reused from chunk to chunk
+
+	sessionID    string
+	includeUsage bool
 }
 
-// stream runs a graph and renders its events as chunks.
-func (s *Server) stream(c *gin.Context, g *graphs.Graph, rreq *runtime.Request, includeUsage bool, start time.Time) {
-	w := &sse{c: c, id: completionID(), created: time.Now().Unix(), model: g.Name}
-	emit := func(ev runtime.Event) {
-		switch ev.Kind {
-		case runtime.EventAgentStart:
-			if !w.started && w.agent == "" {
-				c.Header("X-Agent-Name", ev.Agent)
-			}
-			w.agent = ev.Agent
-		case runtime.EventDelta:
-			text := ev.Text
-			d := chunkDelta{Content: &text}
-			if !w.sentRole {
-				d.Role, w.sentRole = "assistant", true
-			}
-			w.write(d, nil, chunkMetadata{AgentName: ev.Agent}, nil)
-		case runtime.EventHandoff:
-			w.agent = ev.To
-			w.write(chunkDelta{}, nil, chunkMetadata{AgentName: ev.To, Event: "handoff", From: ev.From, To: ev.To, ToolCallID: ev.ToolCallID}, nil)
-		}
+// newSSE returns the renderer of a streamed chat completion.
+func (s *Server) newSSE(c *gin.Context, g *graphs.Graph, sessionID string, includeUsage bool) *sse {
+	if sessionID != "" {
+		c.Header(s.cfg.Server.SessionHeader, sessionID)
 	}
-	if rreq.SessionID != "" {
-		c.Header(s.cfg.Server.SessionHeader, rreq.SessionID)
-	}
-	res, err := s.opts.Runner.Run(c.Request.Context(), rreq, emit)
-	if err != nil {
-		e := s.runError(g, err)
-		if !w.started {
-			s.abortRequest(c, g.Name, start, e)
-			return
+	return &sse{c: c, id: completionID(), created: time.Now().Unix(), model: g.Name, sessionID: sessionID, includeUsage: includeUsage}
+}
+
+func (w *sse) events() func(runtime.Event) { return w.event }
+
+// event renders one event of the run as it happens: text deltas and
+// handoffs are chunks; the first agent is named in the headers.
+func (w *sse) event(ev runtime.Event) {
+	switch ev.Kind {
+	case runtime.EventAgentStart:
+		if !w.started && w.agent == "" {
+			w.c.Header("X-Agent-Name", ev.Agent)
 		}
-		if e.Status != statusClientClosed {
-			w.event(e.body())
-			w.done()
+		w.agent = ev.Agent
+	case runtime.EventDelta:
+		text := ev.Text
+		d := chunkDelta{Content: &text}
+		if !w.sentRole {
+			d.Role, w.sentRole = "assistant", true
 		}
-		s.observe(g.Name, e.Status, e.Code, start, 0)
-		return
+		w.write(d, nil, chunkMetadata{AgentName: ev.Agent}, nil)
+	case runtime.EventHandoff:
+		w.agent = ev.To
+		w.write(chunkDelta{}, nil, chunkMetadata{AgentName: ev.To, Event: "handoff", From: ev.From, To: ev.To, ToolCallID: ev.ToolCallID}, nil)
 	}
-	recordUsage(c, res.Usage)
-	meta := chunkMetadata{AgentName: res.Agent, SessionID: rreq.SessionID}
+}
+
+// result ends the stream: what was not streamed (text the provider sent in
+// one piece, client tool calls), the finish chunk, the usage chunk when
+// asked for, and [DONE].
+func (w *sse) result(res *runtime.Result) *Error {
+	meta := chunkMetadata{AgentName: res.Agent, SessionID: w.sessionID}
 	d := chunkDelta{}
 	if !w.sentRole {
 		d.Role = "assistant"
@@ -120,12 +119,26 @@ func (s *Server) stream(c *gin.Context, g *graphs.Graph, rreq *runtime.Request, 
 	}
 	reason := res.FinishReason
 	w.write(chunkDelta{}, &reason, meta, nil)
-	if includeUsage {
+	if w.includeUsage {
 		u := res.Usage
 		w.write(chunkDelta{}, nil, meta, &u)
 	}
 	w.done()
-	s.observe(g.Name, http.StatusOK, "", start, res.ExternalTime)
+	return nil
+}
+
+// fail ends a stream that has started with an error event and [DONE];
+// before the first chunk it writes nothing, and the failure is an ordinary
+// HTTP error.
+func (w *sse) fail(e *Error) bool {
+	if !w.started {
+		return false
+	}
+	if e.Status != statusClientClosed {
+		w.errorEvent(e.body())
+		w.done()
+	}
+	return true
 }
 
 // write sends one chunk; a usage chunk has no choices.
@@ -197,8 +210,8 @@ func appendChunk(b []byte, id string, created int64, model string, d chunkDelta,
 	return append(b, "}}"...), nil
 }
 
-// event writes v as one `data:` event (errors, which are rare, use it).
-func (w *sse) event(v any) {
+// errorEvent writes v as one `data:` event (errors, which are rare, use it).
+func (w *sse) errorEvent(v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return
