@@ -64,6 +64,11 @@ redis-scale-long:
 bench:
 	$(GO) run ./bench
 
+# soak: two gateways, Redis paused and killed in turn under load, by hand
+# (not in CI). SWITCHBOARD_SOAK_DURATION=10m makes it longer.
+soak:
+	SWITCHBOARD_SOAK=1 $(GO) test -race -count=1 -run Soak -timeout 30m -v ./tests/faults/
+
 # bench-streams: thousands of slow streams held open at once through the
 # gateway and a reverse proxy (about 5 minutes); writes its BENCHMARKS.md section.
 bench-streams:

@@ -59,7 +59,7 @@ func badRequest(param, format string, args ...any) *Error {
 	return &Error{Status: http.StatusBadRequest, Code: codeInvalidRequest, Param: param, Message: fmt.Sprintf(format, args...)}
 }
 
-// statusStatusClientClosed is nginx's 499: the client went away. It is only
+// statusClientClosed is nginx's 499: the client went away. It is only
 // ever logged and counted; nobody is left to read it.
 const statusClientClosed = 499
 
