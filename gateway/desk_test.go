@@ -161,7 +161,7 @@ func systemPrompt(t *testing.T, r fakeupstream.Request) string {
 	return r.Parsed.Messages[0].Text()
 }
 
-// assertSystemFirst checks CONTRACT §4.5 on every request the upstream got:
+// assertSystemFirst checks docs/handoffs.md on every request the upstream got:
 // no system message after the first, no tool result without its call.
 func assertSystemFirst(t *testing.T, fake *fakeupstream.Server) {
 	t.Helper()

@@ -23,7 +23,7 @@ type Error struct {
 // Error implements error.
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
 
-// The error codes of CONTRACT §3.
+// The error codes of docs/http-api.md.
 const (
 	codeInvalidRequest   = "invalid_request"
 	codeInvalidAPIKey    = "invalid_api_key"

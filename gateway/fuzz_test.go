@@ -101,7 +101,7 @@ func normalize(msgs []runtime.Message) []runtime.Message {
 	return out
 }
 
-// sessionIDPattern is CONTRACT §3's rule for session ids.
+// sessionIDPattern is docs/http-api.md's rule for session ids.
 var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
 
 // FuzzSessionID checks validSessionID against the contract's pattern.

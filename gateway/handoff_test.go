@@ -81,7 +81,7 @@ func TestHandoffToBilling(t *testing.T) {
 	assertSystemFirst(t, fake)
 }
 
-// CONTRACT §4.3: one handoff per turn, ordinary tools of the turn still run,
+// docs/handoffs.md: one handoff per turn, ordinary tools of the turn still run,
 // the accepted handoff's result after the others.
 func TestOneHandoffPerTurn(t *testing.T) {
 	gw, fake, _ := desk(t,

@@ -270,7 +270,7 @@ func (r *responseRender) fail(e *Error) bool {
 	}
 	r.resp.Status = "failed"
 	// OpenAI's schema allows a response's error only codes of its own list:
-	// Switchboard's code (CONTRACT §3) leads the message.
+	// Switchboard's code (docs/http-api.md) leads the message.
 	r.resp.Error = &responseError{Code: "server_error", Message: e.Code + ": " + e.Message}
 	r.event("response.failed", &responseEvent{Type: "response.failed", SequenceNumber: r.seq, Response: r.resp})
 	return true

@@ -160,7 +160,7 @@ func TestSessionContinuesAtBilling(t *testing.T) {
 }
 
 // TestSessionAcrossGraphs checks which agent a session's turn starts with
-// (CONTRACT §4.1): the one its last handoff marker names, or the requested
+// (docs/handoffs.md): the one its last handoff marker names, or the requested
 // graph's lead when that graph lacks it; and the lead again once the
 // session is deleted.
 func TestSessionAcrossGraphs(t *testing.T) {

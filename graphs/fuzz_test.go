@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// contractToolName is CONTRACT §2's rule for tool names, given or derived,
+// contractToolName is docs/config.md's rule for tool names, given or derived,
 // written out again so that the check does not trust the code it checks.
 var contractToolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 

@@ -189,7 +189,7 @@ type Handoff struct {
 // FilterKind names an input filter.
 type FilterKind string
 
-// The input filters of CONTRACT §4.4.
+// The input filters of docs/handoffs.md.
 const (
 	FilterAll             FilterKind = "all"
 	FilterRemoveToolCalls FilterKind = "remove_tool_calls"

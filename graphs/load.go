@@ -23,7 +23,7 @@ type ConfigError struct {
 // Error joins the problems, one per line.
 func (e *ConfigError) Error() string { return strings.Join(e.Problems, "\n") }
 
-// problemPrefix starts every problem line, as CONTRACT §1 promises.
+// problemPrefix starts every problem line, as docs/config.md promises.
 const problemPrefix = "config invalid: "
 
 // problems collects the problems of one load.
@@ -169,7 +169,7 @@ func substitute(root *yaml.Node, getenv func(string) string) {
 	walk(root, false)
 }
 
-// applyEnvOverrides lets the environment win over the file (CONTRACT §1).
+// applyEnvOverrides lets the environment win over the file (docs/config.md).
 // An empty variable counts as unset.
 func applyEnvOverrides(raw *rawConfig, getenv func(string) string) {
 	overrides := []struct {

@@ -67,7 +67,7 @@ func (s *MCPServer) Allows(name string) bool {
 }
 
 // ValidToolName reports whether name can be offered to a model as a tool:
-// CONTRACT §2's ^[a-zA-Z0-9_-]{1,64}$.
+// docs/config.md's ^[a-zA-Z0-9_-]{1,64}$.
 func ValidToolName(name string) bool { return validToolName(name) }
 
 // OwnToolNames returns the names the agent offers besides its MCP tools:

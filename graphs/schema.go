@@ -24,7 +24,7 @@ const maxSchemaNodes = 100000
 // compiler, so the same URL never clashes.
 const schemaURL = "mem://switchboard/schema.json"
 
-// Defaults of CONTRACT §2.
+// Defaults of docs/config.md.
 const (
 	defaultToolParameters = `{"type":"object","properties":{}}`
 	defaultHandoffSchema  = `{"type":"object","properties":{"reason":{"type":"string"}}}`

@@ -166,7 +166,7 @@ func agentName(system string) string {
 	return string(unicode.ToUpper(r)) + rest[n:]
 }
 
-// routingMarker starts the handoff part of a routing note (CONTRACT §4.3).
+// routingMarker starts the handoff part of a routing note (docs/handoffs.md).
 const routingMarker = "[routing note - not from the user] handoff "
 
 // handedOffBy returns the `from` of the last routing note in the system

@@ -26,7 +26,7 @@ func benchTranscript(turns int) []Message {
 }
 
 // BenchmarkProviderMessages builds one provider call's messages from a
-// transcript (CONTRACT §4.5), for a short and a long session.
+// transcript (docs/handoffs.md), for a short and a long session.
 func BenchmarkProviderMessages(b *testing.B) {
 	for _, turns := range []int{1, 50, 200} {
 		t := benchTranscript(turns)

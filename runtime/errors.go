@@ -6,7 +6,7 @@ import (
 )
 
 // Errors a run returns, wrapped with what went wrong. The gateway maps each
-// to its status and code (CONTRACT §3).
+// to its status and code (docs/http-api.md).
 var (
 	// ErrInvalidRequest: the request cannot start a run (no new input in a
 	// session, a client tool that clashes with the agent's own, ...).

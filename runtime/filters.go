@@ -8,7 +8,7 @@ import (
 )
 
 // applyFilters runs a handoff's input filters, in order, over the transcript
-// as it stands before the routing note (CONTRACT §4.4). It never returns an
+// as it stands before the routing note (docs/handoffs.md). It never returns an
 // empty transcript: a filter that would keep nothing is ErrGraph.
 func applyFilters(transcript []Message, filters []graphs.Filter) ([]Message, error) {
 	out := transcript

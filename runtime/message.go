@@ -148,7 +148,7 @@ func (w *WireMessage) decode(m *Message) error {
 }
 
 // IsSystem reports whether the message is a system or developer message;
-// such messages are folded into the leading system prompt (CONTRACT §4.5).
+// such messages are folded into the leading system prompt (docs/handoffs.md).
 func (m *Message) IsSystem() bool {
 	return m.Role == RoleSystem || m.Role == RoleDeveloper
 }

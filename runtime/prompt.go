@@ -7,7 +7,7 @@ import (
 	"weak"
 )
 
-// A provider call's messages are built from a transcript (CONTRACT §4.5):
+// A provider call's messages are built from a transcript (docs/handoffs.md):
 // one leading system message made of the agent's instructions followed,
 // each after a blank line, by every system and developer message of the
 // transcript in order; then the other messages in order, cleaned so that

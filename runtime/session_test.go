@@ -143,7 +143,7 @@ func (m *instructionsModel) Chat(_ context.Context, req *runtime.ChatRequest, _ 
 }
 
 // TestSessionActiveAgent checks which agent a session's turn starts with
-// (CONTRACT §4.1): the one its last handoff marker names, turn after turn,
+// (docs/handoffs.md): the one its last handoff marker names, turn after turn,
 // or the graph's lead when there is no marker or the graph has no such
 // agent; an earlier marker never counts.
 func TestSessionActiveAgent(t *testing.T) {

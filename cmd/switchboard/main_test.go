@@ -138,7 +138,7 @@ func TestMissingConfigFile(t *testing.T) {
 	}
 }
 
-// The environment overrides of CONTRACT §1 reach the command's config.
+// The environment overrides of docs/config.md reach the command's config.
 func TestEnvironmentOverrides(t *testing.T) {
 	t.Setenv("SWITCHBOARD_LISTEN", "127.0.0.1:18181")
 	t.Setenv("SWITCHBOARD_STORE_URL", "redis://127.0.0.1:6379/3")

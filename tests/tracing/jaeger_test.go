@@ -1,6 +1,6 @@
 // Package tracing_test checks, against a real Jaeger, that a handoff
 // conversation through the gateway is one trace in the client's trace with
-// the spans of CONTRACT §5. scripts/tracing-e2e.sh starts Jaeger and runs it.
+// the spans of docs/spans.md. scripts/tracing-e2e.sh starts Jaeger and runs it.
 package tracing_test
 
 import (

@@ -117,7 +117,7 @@ func TestFailedRunLeavesSessionUntouched(t *testing.T) {
 }
 
 // A run that fails after a completed step (here a handoff) keeps that step,
-// as CONTRACT §4.1 saves after every step, but nothing of the failed model
+// as docs/handoffs.md saves after every step, but nothing of the failed model
 // call; the session's state agrees with its transcript, and the next
 // request goes on with the agent handed off to.
 func TestFailureAfterHandoffKeepsCompletedStep(t *testing.T) {
