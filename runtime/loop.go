@@ -52,7 +52,11 @@ type run struct {
 	external time.Duration // spent in providers, tools and hooks
 	result   *Result       // set when an agent answered or the run suspended
 
-	model ModelCall // reused from call to call
+	// Reused from call to call: a run allocates nothing for its seams.
+	model     ModelCall
+	agentCall AgentCall
+	shared    runShared // the request's run's; a sub-agent run uses its parent's
+	session   sessionSaver
 }
 
 // start runs the run's interceptor chain around the loop.
@@ -66,12 +70,12 @@ func (rn *run) start(ctx context.Context) (*Result, error) {
 func runBase(ctx context.Context, info *RunInfo) (*Result, error) {
 	rn := info.rn
 	for {
-		call := AgentCall{Run: info, Agent: rn.agent, rn: rn}
-		err := rn.chains.agent(ctx, &call)
-		if h := (*Halt)(nil); errors.As(err, &h) {
-			return rn.halted(h), nil
-		}
-		if err != nil {
+		call := &rn.agentCall
+		*call = AgentCall{Run: info, Agent: rn.agent, rn: rn}
+		if err := rn.chains.agent(ctx, call); err != nil {
+			if h := (*Halt)(nil); errors.As(err, &h) {
+				return rn.halted(h), nil
+			}
 			return nil, err
 		}
 		if rn.result != nil {

@@ -167,7 +167,7 @@ func (r *Runner) newRun(req *Request, emit func(Event), parent *RunInfo) *run {
 	if parent != nil {
 		rn.info.shared = parent.shared
 	} else {
-		rn.info.shared = &runShared{}
+		rn.info.shared = &rn.shared
 	}
 	return rn
 }

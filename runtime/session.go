@@ -32,7 +32,9 @@ func (r *Runner) runSession(ctx context.Context, req *Request, emit func(Event))
 		_ = r.opts.Store.Release(context.WithoutCancel(ctx), key, lease)
 		return nil, fmt.Errorf("continue session at version %d, now %d: %w", at.Version, sess.Version, ErrMoved)
 	}
-	sv := &sessionSaver{store: r.opts.Store, key: key, lease: lease, version: sess.Version}
+	rn := r.newRun(req, emit, nil)
+	sv := &rn.session
+	*sv = sessionSaver{store: r.opts.Store, key: key, lease: lease, version: sess.Version}
 	defer func() {
 		if sv.released {
 			return // the last save released the lock in its own round trip
@@ -47,7 +49,6 @@ func (r *Runner) runSession(ctx context.Context, req *Request, emit func(Event))
 	stop := r.keepLease(ctx, key, lease, cancel)
 	defer stop()
 
-	rn := r.newRun(req, emit, nil)
 	rn.saver = sv
 	rn.history = sess.Messages
 	rn.histScan = r.prompts.history(key, rn.history)
