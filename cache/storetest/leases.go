@@ -96,12 +96,15 @@ func testLeaseExpiry(t *testing.T, open NewStore) {
 
 func testRenew(t *testing.T, open NewStore) {
 	cfg := defaults()
-	cfg.LockLease = 300 * time.Millisecond
+	// Renewing every quarter lease for a lease and a half: only a sleep that
+	// overshoots by three quarters of a lease (750 ms) could lose it, which
+	// a loaded machine did with a 300 ms lease renewed every 150 ms.
+	cfg.LockLease = time.Second
 	s := open(t, cfg)
 	k := sessionKey(t, s, "renew")
 	_, lease := acquire(t, s, k)
-	for range 4 { // 600ms in all, twice the lease
-		time.Sleep(cfg.LockLease / 2)
+	for range 6 {
+		time.Sleep(cfg.LockLease / 4)
 		if err := s.Renew(t.Context(), k, lease); err != nil {
 			t.Fatalf("Renew: %v", err)
 		}

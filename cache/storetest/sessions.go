@@ -229,18 +229,19 @@ func testIsolation(t *testing.T, open NewStore) {
 
 func testTTL(t *testing.T, open NewStore) {
 	cfg := defaults()
-	cfg.SessionTTL = 500 * time.Millisecond
+	// Margins of 400 ms or more on either side: a loaded machine oversleeps.
+	cfg.SessionTTL = time.Second
 	s := open(t, cfg)
 	k := sessionKey(t, s, "ttl")
 	_, lease := acquire(t, s, k)
 	save(t, s, k, lease, runtime.Write{Messages: numbered("m", 1)}, 1)
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(600 * time.Millisecond)
 	save(t, s, k, lease, runtime.Write{Messages: slices.Clone(numbered("m", 2)[1:])}, 2)
 	release(t, s, k, lease)
-	time.Sleep(300 * time.Millisecond) // past the first write's TTL, within the second's
+	time.Sleep(600 * time.Millisecond) // past the first write's TTL, within the second's
 	wantSession(t, s, k, &runtime.Session{Messages: numbered("m", 2), Version: 2})
 
-	time.Sleep(cfg.SessionTTL + 200*time.Millisecond)
+	time.Sleep(cfg.SessionTTL)
 	_, err := s.Load(t.Context(), k)
 	wantErr(t, "Load after the TTL", err, runtime.ErrNotFound)
 	sess, lease := acquire(t, s, k)
