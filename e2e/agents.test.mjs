@@ -1,5 +1,5 @@
 // The OpenAI Agents SDK for JS (@openai/agents, pinned in package.json)
-// with a graph as its Responses model (CONTRACT 10): the SDK runs its own
+// with a graph as its Responses model (docs/http-api.md): the SDK runs its own
 // function tool between two requests to the gateway, streamed or not, and
 // goes on with previous_response_id. Its traces are not exported (no
 // network here).

@@ -1,4 +1,4 @@
-// End-to-end tests of POST /v1/responses (CONTRACT 10) with the official
+// End-to-end tests of POST /v1/responses (docs/http-api.md) with the official
 // openai client's responses.create, responses.stream, retrieve and delete:
 // a client nobody here wrote reads what the gateway sends.
 import { test, beforeEach } from 'node:test';

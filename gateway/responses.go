@@ -16,7 +16,7 @@ import (
 )
 
 // POST /v1/responses runs a graph in the shape of OpenAI's Responses API
-// (CONTRACT §10). A stored response is a point of a session:
+// (docs/http-api.md). A stored response is a point of a session:
 // previous_response_id continues the session when the response is its
 // latest point, and forks a new session from the response otherwise, so
 // that the conversation it leads to is never changed by a fork.
@@ -271,7 +271,7 @@ func (call *responsesCall) store(resp *responseObject, sessionID string, at runt
 		return fromRunError(fmt.Errorf("encode response record: %w", err))
 	}
 	if err := call.s.opts.Responses.PutResponse(call.c.Request.Context(), call.principal, resp.ID, rec); err != nil {
-		return call.s.runError(call.g, fmt.Errorf("store response: %w", err))
+		return fromRunError(fmt.Errorf("store response: %w", err)) // serveRun logs it
 	}
 	return nil
 }

@@ -52,7 +52,7 @@ type responsesTool struct {
 }
 
 // includeHandoffs is the include value that asks for handoff items and
-// events (CONTRACT §10): opt-in, because clients that validate event types
+// events (docs/http-api.md): opt-in, because clients that validate event types
 // reject what they do not know.
 const includeHandoffs = "switchboard:handoffs"
 

@@ -34,7 +34,7 @@ type responseRecord struct {
 	Response json.RawMessage `json:"response"`
 }
 
-// codeResponseNotFound answers an unknown response id (CONTRACT §10).
+// codeResponseNotFound answers an unknown response id (docs/http-api.md).
 const codeResponseNotFound = "response_not_found"
 
 func responseNotFound(id, param string) *Error {
