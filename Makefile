@@ -4,7 +4,7 @@ GO ?= go
 # with "context deadline exceeded" at the deadline (go.dev/issue/75804).
 FUZZTIME ?= 20000x
 
-.PHONY: run test check unit mcp-deps fuzz-short e2e tracing-e2e helm-check redis-scale flake bench bench-streams fuzz soak build docker
+.PHONY: run test check unit mcp-deps fuzz-short e2e tracing-e2e helm-check redis-scale flake bench bench-streams fuzz soak build docker redteam
 
 # run: the gateway on its built-in offline demo (no network, no config).
 run:
@@ -76,3 +76,8 @@ bench-streams:
 
 docker:
 	docker build -t switchboard .
+
+# redteam: replay issue 23's findings against the built gateway with a
+# hostile upstream (loopback only, bounded); by hand, not part of test.
+redteam:
+	bash scripts/redteam.sh
