@@ -2,11 +2,14 @@ package gateway
 
 import (
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/switchboard-ai/switchboard/graphs"
 )
 
 // benchBody is a chat request of n messages with tools and metadata, as a
@@ -44,7 +47,8 @@ func BenchmarkDecodeChatRequest(b *testing.B) {
 func BenchmarkSSEEncode(b *testing.B) {
 	gin.SetMode(gin.ReleaseMode)
 	c, _ := gin.CreateTestContext(httptest.NewRecorder())
-	w := &sse{c: c, id: completionID(), created: 1700000000, model: "support", started: true, sentRole: true}
+	c.Request = httptest.NewRequest(http.MethodPost, "/v1/chat/completions", nil)
+	w := &sse{c: c, stream: (&Server{cfg: &graphs.Set{}}).guardStream(c), id: completionID(), created: 1700000000, model: "support", started: true, sentRole: true}
 	text := " word"
 	meta := chunkMetadata{AgentName: "billing"}
 	b.ReportAllocs()

@@ -57,12 +57,14 @@ func (s *Server) serveRun(c *gin.Context, call *runCall, r renderer) {
 		m.Inflight(1)
 		defer m.Inflight(-1)
 	}
+	ctx, done := runContext(c, r)
+	defer done()
 	var res *runtime.Result
 	var err error
 	if call.run != nil {
-		res, err = call.run(c.Request.Context(), call.req, r.events())
+		res, err = call.run(ctx, call.req, r.events())
 	} else {
-		res, err = s.opts.Runner.Run(c.Request.Context(), call.req, r.events())
+		res, err = s.opts.Runner.Run(ctx, call.req, r.events())
 	}
 	if err == nil {
 		recordUsage(c, res.Usage)

@@ -332,3 +332,111 @@ func TestCorruptStoredSessionIs500NamingIt(t *testing.T) {
 		t.Errorf("after DELETE: %d %s", r.Status, r.Body)
 	}
 }
+
+func TestToolFanOutIsBounded(t *testing.T) {
+	// Issue 23: a model asking for 2,000 tool calls in one turn got 5,837
+	// goroutines and every call run. Here 200 calls against a cap of 10,
+	// at most 3 at once.
+	var calls, now, peak atomic.Int64
+	tools := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		n := now.Add(1)
+		defer now.Add(-1)
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		time.Sleep(20 * time.Millisecond)
+		io.WriteString(w, `{"ok": true}`)
+	}))
+	t.Cleanup(tools.Close)
+	many := make([]fakeupstream.ToolCall, 200)
+	for i := range many {
+		many[i] = fakeupstream.ToolCall{ID: fmt.Sprintf("c%d", i), Name: "work", Arguments: "{}"}
+	}
+	fake := fakeupstream.New(t, fakeupstream.Reply{ToolCalls: many}, fakeupstream.Reply{Text: "done"})
+	gw := gwtest.Start(t, `
+providers:
+  fake: {base_url: "${FAKE_URL}", max_retries: 0}
+tools:
+  work: {http: {url: "${TOOL_URL}"}}
+agents:
+  solo: {model: fake/m, tools: [work]}
+graphs:
+  chat: {lead: solo, max_tool_calls_per_turn: 10, tool_concurrency: 3}
+`, map[string]string{"FAKE_URL": fake.URL, "TOOL_URL": tools.URL})
+	if r := gw.Chat(gwtest.User("chat", "go"), nil); r.Status != http.StatusOK {
+		t.Fatalf("%d %s", r.Status, r.Body)
+	}
+	if calls.Load() != 10 || peak.Load() > 3 {
+		t.Errorf("%d tool calls run, at most %d at once; want 10, at most 3", calls.Load(), peak.Load())
+	}
+	// The model is told which calls were refused, each with its result.
+	second := fake.Requests()[1].Parsed.Messages
+	refused, ok := 0, 0
+	for _, m := range second {
+		if m.Role != "tool" {
+			continue
+		}
+		switch {
+		case strings.Contains(m.Text(), `"limit_exceeded"`):
+			refused++
+		case strings.Contains(m.Text(), `"ok": true`):
+			ok++
+		}
+	}
+	if refused != 190 || ok != 10 {
+		t.Errorf("tool results: %d run, %d limit_exceeded; want 10 and 190", ok, refused)
+	}
+}
+
+func TestSilentStreamClientIsDropped(t *testing.T) {
+	// Issue 23: a stream client that never reads held its run, its session
+	// lock and its upstream call; the next turn got 409. With
+	// stream_write_timeout (300ms here) it is dropped as on a disconnect.
+	chunks := make([]string, 20000)
+	for i := range chunks {
+		chunks[i] = strings.Repeat("x", 1000)
+	}
+	gw, fake := hardGateway(t, hardYAML, fakeupstream.Reply{StreamChunks: chunks}, fakeupstream.Reply{Text: "the next turn"})
+	session := "silent-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	conn := dial(t, gw)
+	_ = conn.(*net.TCPConn).SetReadBuffer(4096)
+	body := `{"model":"chat","stream":true,"messages":[{"role":"user","content":"stream to me"}]}`
+	fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nX-Session-Id: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", session, len(body), body)
+	// Never read from conn.
+	first := waitRequest(t, fake, 1)
+	select {
+	case <-first.Canceled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the upstream call of a stream nobody reads was still open 10s after stream_write_timeout 300ms")
+	}
+	var r *gwtest.Response
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if r = gw.Chat(gwtest.User("chat", "next"), map[string]string{"X-Session-Id": session}); r.Status != http.StatusConflict {
+			break
+		}
+	}
+	if r.Status != http.StatusOK {
+		t.Fatalf("the next turn: %d %s", r.Status, r.Body)
+	}
+	var sess struct {
+		Transcript []struct {
+			Content string `json:"content"`
+		} `json:"transcript"`
+	}
+	gw.Do(context.Background(), http.MethodGet, "/v1/sessions/"+session, nil, nil).Decode(t, &sess)
+	if len(sess.Transcript) != 2 || strings.Contains(sess.Transcript[0].Content, "stream to me") {
+		t.Errorf("the dropped stream's step was stored: %+v", sess.Transcript)
+	}
+}
+
+// waitRequest waits for the n-th request to reach the fake upstream.
+func waitRequest(t *testing.T, fake *fakeupstream.Server, n int) fakeupstream.Request {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	reqs, err := fake.WaitRequests(ctx, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reqs[n-1]
+}

@@ -118,7 +118,7 @@ func (call *responsesCall) run(sessionID string) {
 	r := &responsesRenderer{call: call, resp: resp}
 	var send func(string, any)
 	if req.Stream {
-		r.w = &responsesSSE{c: c}
+		r.w = &responsesSSE{c: c, stream: s.guardStream(c)}
 		send = r.w.send
 	}
 	r.rnd = newResponseRender(resp, req.includes(includeHandoffs), send)
@@ -190,6 +190,14 @@ func (r *responsesRenderer) result(res *runtime.Result) *Error {
 	}
 	c.JSON(http.StatusOK, r.resp)
 	return nil
+}
+
+// guard returns the stream's write guard, nil for a JSON reply.
+func (r *responsesRenderer) guard() *streamGuard {
+	if r.w == nil {
+		return nil
+	}
+	return r.w.stream
 }
 
 // fail answers a failed run: response.failed once the stream started, an
@@ -288,6 +296,7 @@ func (call *responsesCall) forget(sessionID string) {
 // and `data: <json>`. Headers leave with the first event.
 type responsesSSE struct {
 	c       *gin.Context
+	stream  *streamGuard // every write goes through it
 	started bool
 	buf     []byte
 }
@@ -307,6 +316,5 @@ func (w *responsesSSE) send(typ string, ev any) {
 		w.c.Writer.WriteHeader(http.StatusOK)
 	}
 	w.buf = append(append(append(append(append(w.buf[:0], "event: "...), typ...), "\ndata: "...), b...), "\n\n"...)
-	_, _ = w.c.Writer.Write(w.buf)
-	w.c.Writer.Flush()
+	w.stream.write(w.buf)
 }

@@ -53,6 +53,7 @@ type chunkMetadata struct {
 // HTTP error status.
 type sse struct {
 	c        *gin.Context
+	stream   *streamGuard // every write goes through it
 	id       string
 	created  int64
 	model    string
@@ -70,8 +71,11 @@ func (s *Server) newSSE(c *gin.Context, g *graphs.Graph, sessionID string, inclu
 	if sessionID != "" {
 		c.Header(s.cfg.Server.SessionHeader, sessionID)
 	}
-	return &sse{c: c, id: completionID(), created: time.Now().Unix(), model: g.Name, sessionID: sessionID, includeUsage: includeUsage}
+	return &sse{c: c, stream: s.guardStream(c), id: completionID(), created: time.Now().Unix(), model: g.Name, sessionID: sessionID, includeUsage: includeUsage}
 }
+
+// guard returns the stream's write guard.
+func (w *sse) guard() *streamGuard { return w.stream }
 
 func (w *sse) events() func(runtime.Event) { return w.event }
 
@@ -223,15 +227,13 @@ func (w *sse) errorEvent(v any) {
 // send writes one whole event and flushes it, so that it leaves at once.
 func (w *sse) send(event []byte) {
 	w.begin()
-	_, _ = w.c.Writer.Write(event)
-	w.c.Writer.Flush()
+	w.stream.write(event)
 }
 
 // done ends the stream.
 func (w *sse) done() {
 	w.begin()
-	_, _ = w.c.Writer.Write([]byte("data: [DONE]\n\n"))
-	w.c.Writer.Flush()
+	w.stream.write([]byte("data: [DONE]\n\n"))
 }
 
 // begin sends the stream's headers once.

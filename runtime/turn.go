@@ -21,6 +21,7 @@ const (
 	callHandoff                  // an enabled handoff
 	callDisabled                 // a handoff that enabled_when disables
 	callClient                   // a tool of the request
+	callCapped                   // past the graph's max_tool_calls_per_turn
 )
 
 // Tool error codes (docs/handoffs.md), also the outcomes of refused handoffs.
@@ -67,6 +68,11 @@ func (rn *run) turn(ctx context.Context, calls []ToolCall) (turnOutcome, error) 
 	var client []ToolCall
 	for i, c := range calls {
 		cs[i] = rn.classify(c)
+		if i >= rn.maxToolCalls() {
+			// A model that asks for thousands of calls in one turn gets the
+			// first ones run; the others are refused, whatever they name.
+			cs[i].kind = callCapped
+		}
 		if cs[i].kind == callClient {
 			client = append(client, c)
 		}
@@ -77,6 +83,8 @@ func (rn *run) turn(ctx context.Context, calls []ToolCall) (turnOutcome, error) 
 		switch c.kind {
 		case callUnknown:
 			c.result, c.ran = ToolError(codeUnknownTool, fmt.Sprintf("agent %q has no tool or handoff named %q", rn.agent.Name, c.inv.Call.Function.Name)), true
+		case callCapped:
+			c.result, c.ran = ToolError(codeLimitExceeded, fmt.Sprintf("max_tool_calls_per_turn (%d) reached in this turn; this call was not run", rn.maxToolCalls())), true
 		case callHandoff, callDisabled:
 			switch {
 			case considered >= 0:
@@ -271,20 +279,45 @@ func (rn *run) runServerTools(ctx context.Context, cs []classified) error {
 			}
 		}
 	}
+	// At most tool_concurrency of them at once: a turn's calls share one
+	// pool of goroutines, not one each.
 	var wg sync.WaitGroup
 	errs := make([]error, len(cs))
-	for i := range cs {
-		if cs[i].kind != callServer {
-			continue
-		}
+	next := make(chan int)
+	for range min(n, rn.toolConcurrency()) {
 		wg.Add(1)
-		go func(i int) {
+		go func() {
 			defer wg.Done()
-			errs[i] = rn.invoke(ctx, &cs[i])
-		}(i)
+			for i := range next {
+				errs[i] = rn.invoke(ctx, &cs[i])
+			}
+		}()
 	}
+	for i := range cs {
+		if cs[i].kind == callServer {
+			next <- i
+		}
+	}
+	close(next)
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// maxToolCalls is the graph's max_tool_calls_per_turn (its default when a
+// graph was built without it).
+func (rn *run) maxToolCalls() int {
+	if n := rn.graph.MaxToolCallsPerTurn; n > 0 {
+		return n
+	}
+	return graphs.DefaultMaxToolCallsPerTurn
+}
+
+// toolConcurrency is the graph's tool_concurrency, or its default.
+func (rn *run) toolConcurrency() int {
+	if n := rn.graph.ToolConcurrency; n > 0 {
+		return n
+	}
+	return graphs.DefaultToolConcurrency
 }
 
 // lastAssistant is the index of the transcript's last assistant message, or -1.

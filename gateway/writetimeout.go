@@ -1,0 +1,90 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+)
+
+// A stream's client must keep taking its bytes (CONTRACT §14): a client
+// that stops reading, with its socket buffers full, would otherwise block
+// the run in a write for good, holding its session lock and its provider
+// call. So every write of a stream has a deadline, server.stream_write_timeout
+// from now, set on the connection (http.ResponseController): a write that
+// cannot finish in time fails, and the run is cancelled as on a disconnect
+// (session released, nothing of the step stored). net/http's own
+// WriteTimeout is not used: it bounds a whole response, and would cut long
+// streams that a client reads well.
+
+// errSlowClient cancels the run of a stream whose client took no bytes for
+// stream_write_timeout.
+var errSlowClient = errors.New("the stream's client took no bytes within server.stream_write_timeout")
+
+// streamGuard writes a stream's events under the write timeout.
+type streamGuard struct {
+	// ctx is the context the stream's run must use: it is cancelled when
+	// the client stops taking bytes.
+	ctx     context.Context
+	c       *gin.Context
+	rc      *http.ResponseController
+	timeout time.Duration
+	cancel  context.CancelCauseFunc
+	failed  bool
+}
+
+// guardStream returns the guard a stream's writes go through; serveRun
+// runs the graph with its context and closes it when the run is answered.
+func (s *Server) guardStream(c *gin.Context) *streamGuard {
+	ctx, cancel := context.WithCancelCause(c.Request.Context())
+	timeout := s.cfg.Server.StreamWriteTimeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	return &streamGuard{ctx: ctx, c: c, rc: http.NewResponseController(c.Writer), timeout: timeout, cancel: cancel}
+}
+
+// streaming is a renderer that streams: its run uses its guard's context.
+type streaming interface {
+	// guard returns the stream's guard, nil when this reply is not a stream.
+	guard() *streamGuard
+}
+
+// runContext returns the context r's run must use, and what to call when
+// the run has been answered.
+func runContext(c *gin.Context, r renderer) (context.Context, func()) {
+	if st, ok := r.(streaming); ok {
+		if g := st.guard(); g != nil {
+			return g.ctx, g.close
+		}
+	}
+	return c.Request.Context(), func() {}
+}
+
+// write sends b and flushes it within the timeout; once a write has failed
+// the stream is over, and later writes are dropped.
+func (g *streamGuard) write(b []byte) {
+	if g.failed {
+		return
+	}
+	_ = g.rc.SetWriteDeadline(time.Now().Add(g.timeout))
+	_, err := g.c.Writer.Write(b)
+	if err == nil {
+		err = g.rc.Flush()
+	}
+	if err != nil {
+		g.failed = true
+		g.cancel(errSlowClient)
+	}
+}
+
+// close lifts the write deadline, which would otherwise stay on a kept-alive
+// connection and fail its next answer, and releases the context.
+func (g *streamGuard) close() {
+	if !g.failed {
+		_ = g.rc.SetWriteDeadline(time.Time{})
+	}
+	g.cancel(nil)
+}
