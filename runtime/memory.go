@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/switchboard-ai/switchboard/graphs"
@@ -209,9 +210,15 @@ func storeFailure(err error) error {
 	return errors.New("the memory store is unavailable")
 }
 
+// memoryTag matches what could open or close a <memory> block in a fact.
+var memoryTag = regexp.MustCompile(`(?i)<(/?\s*memory)`)
+
 // oneLine makes a fact one line, as the block and recall list facts one
-// per line: line breaks become spaces, and the ends are trimmed.
+// per line: line breaks become spaces, and the ends are trimmed. A fact
+// cannot end its block early either: "<memory" and "</memory" in it become
+// "&lt;memory" and "&lt;/memory".
 func oneLine(s string) string {
 	s = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
+	s = memoryTag.ReplaceAllString(s, "&lt;$1")
 	return strings.TrimSpace(s)
 }
