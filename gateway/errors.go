@@ -32,6 +32,7 @@ const (
 	codeSessionBusy      = "session_busy"
 	codeTooLarge         = "request_too_large"
 	codeMaxSteps         = "max_steps_exceeded"
+	codeBudgetExceeded   = "budget_exceeded"
 	codeGraphError       = "graph_error"
 	codeUpstreamError    = "upstream_error"
 	codeStoreUnavailable = "store_unavailable"
@@ -82,6 +83,8 @@ func fromRunError(err error) *Error {
 		return &Error{Status: http.StatusConflict, Code: codeSessionBusy, Message: "another run holds this session; retry when it has finished"}
 	case errors.Is(err, runtime.ErrMaxSteps):
 		return &Error{Status: http.StatusUnprocessableEntity, Code: codeMaxSteps, Message: err.Error()}
+	case errors.Is(err, runtime.ErrBudgetExceeded):
+		return &Error{Status: http.StatusUnprocessableEntity, Code: codeBudgetExceeded, Message: err.Error()}
 	case errors.Is(err, runtime.ErrGraph):
 		return &Error{Status: http.StatusInternalServerError, Code: codeGraphError, Message: err.Error()}
 	case errors.As(err, &corrupt):

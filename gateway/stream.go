@@ -46,6 +46,19 @@ type chunkMetadata struct {
 	From       string `json:"from,omitempty"`
 	To         string `json:"to,omitempty"`
 	ToolCallID string `json:"toolCallId,omitempty"`
+	Subagent   string `json:"subagent,omitempty"`
+	Text       string `json:"text,omitempty"`
+}
+
+// subagentEvent names a sub-agent event in a chunk's metadata.event.
+func subagentEvent(k runtime.EventKind) string {
+	switch k {
+	case runtime.EventSubagentStart:
+		return "subagent_start"
+	case runtime.EventSubagentDelta:
+		return "subagent_delta"
+	}
+	return "subagent_done"
 }
 
 // sse writes a run as Server-Sent Events. Headers leave with the first
@@ -98,6 +111,10 @@ func (w *sse) event(ev runtime.Event) {
 	case runtime.EventHandoff:
 		w.agent = ev.To
 		w.write(chunkDelta{}, nil, chunkMetadata{AgentName: ev.To, Event: "handoff", From: ev.From, To: ev.To, ToolCallID: ev.ToolCallID}, nil)
+	case runtime.EventSubagentStart, runtime.EventSubagentDelta, runtime.EventSubagentDone:
+		// A sub-agent's work is not the answer: never delta.content.
+		w.write(chunkDelta{}, nil, chunkMetadata{AgentName: ev.Agent, Event: subagentEvent(ev.Kind),
+			Subagent: ev.Subagent, ToolCallID: ev.ToolCallID, Text: ev.Text}, nil)
 	}
 }
 
@@ -206,6 +223,7 @@ func appendChunk(b []byte, id string, created int64, model string, d chunkDelta,
 	for _, f := range [...]struct{ key, v string }{
 		{`,"sessionId":`, meta.SessionID}, {`,"event":`, meta.Event}, {`,"from":`, meta.From},
 		{`,"to":`, meta.To}, {`,"toolCallId":`, meta.ToolCallID},
+		{`,"subagent":`, meta.Subagent}, {`,"text":`, meta.Text},
 	} {
 		if f.v != "" {
 			b = jsonenc.AppendString(append(b, f.key...), f.v)

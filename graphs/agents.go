@@ -22,6 +22,7 @@ func compileAgents(raw map[string]rawAgent, tools map[string]*Tool, providers ma
 	for _, name := range slices.Sorted(maps.Keys(raw)) {
 		c.compile(agents[name], raw[name])
 	}
+	checkSubagentCycles(agents, p)
 	return agents
 }
 
@@ -75,6 +76,16 @@ func (c *agentCompiler) compile(a *Agent, r rawAgent) {
 			a.Handoffs = append(a.Handoffs, h)
 		}
 	}
+
+	used := map[string]string{}
+	for name := range listed {
+		used[name] = fmt.Sprintf("its tool %q", name)
+	}
+	for name, target := range byToolName {
+		used[name] = fmt.Sprintf("its handoff to %q", target)
+	}
+	c.subagents(a, r.Subagents, used)
+	a.Settings = compileModelSettings(r.ModelSettings, subject, c.p)
 }
 
 // models parses `model:`, one "provider/model" or a list of them.

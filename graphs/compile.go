@@ -251,6 +251,7 @@ func compileGraphs(raw map[string]rawGraph, agents map[string]*Agent, p *problem
 			g.Agents = reachable(lead)
 		}
 		compileGraphLimits(&r, g, subject, p)
+		compileGraphRun(&r, g, subject, p)
 		out[name] = g
 	}
 	return out

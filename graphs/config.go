@@ -168,6 +168,13 @@ type rawAgent struct {
 	// Handoffs are the agents this one can hand the run to; each item is
 	// a target agent name or a rawHandoff mapping; default none.
 	Handoffs []yaml.Node `yaml:"handoffs"`
+	// Subagents are the agents this one can ask as tools, staying in
+	// charge; each item is an agent name or a rawSubagent mapping;
+	// default none.
+	Subagents []yaml.Node `yaml:"subagents"`
+	// ModelSettings go with every model call of the agent, over the
+	// client's parameters of the same name; default none.
+	ModelSettings *rawModelSettings `yaml:"model_settings"`
 }
 
 // rawHandoff is the long form of a handoff item.
@@ -222,4 +229,10 @@ type rawGraph struct {
 	// Memory names entries of the top-level `memory:` that every agent of
 	// the graph remembers into and recalls from; default none.
 	Memory []string `yaml:"memory"`
+	// Instructions are appended, after a blank line, to the instructions
+	// of every agent running in the graph; default none.
+	Instructions string `yaml:"instructions"`
+	// MaxTokensPerRun bounds the tokens (input + output) of every model
+	// call of one run, sub-agents included; default none.
+	MaxTokensPerRun *int64 `yaml:"max_tokens_per_run"`
 }

@@ -62,4 +62,6 @@ const (
 	// ToolMemory remembers into or recalls from a memory slot
 	// (Tool.Memory).
 	ToolMemory ToolKind = "memory"
+	// ToolAgent runs another agent as a sub-agent (Tool.Agent).
+	ToolAgent ToolKind = "agent"
 )

@@ -29,7 +29,11 @@ func describeGraph(w io.Writer, g *Graph) {
 		fmt.Fprintf(w, "graph %s\n", g.Name)
 	}
 	fmt.Fprintf(w, "  lead: %s\n", g.Lead.Name)
-	fmt.Fprintf(w, "  limits: max_handoffs %d, max_steps %d\n", g.MaxHandoffs, g.MaxSteps)
+	fmt.Fprintf(w, "  limits: max_handoffs %d, max_steps %d", g.MaxHandoffs, g.MaxSteps)
+	if g.MaxTokensPerRun > 0 {
+		fmt.Fprintf(w, ", max_tokens_per_run %d", g.MaxTokensPerRun)
+	}
+	fmt.Fprintln(w)
 	for _, m := range g.Memory {
 		fmt.Fprintf(w, "  memory %s: scope %s, max_bytes %d, ttl %s (tools %s, %s for every agent)\n",
 			m.Name, strings.Join(m.Scope, ", "), m.MaxBytes, m.TTL, m.RememberTool(), m.RecallTool())
@@ -49,9 +53,11 @@ func describeGraph(w io.Writer, g *Graph) {
 		} else {
 			fmt.Fprintf(w, "    models: %s (tried in order)\n", strings.Join(models, ", "))
 		}
-		tools := make([]string, len(a.Tools))
-		for i, t := range a.Tools {
-			tools[i] = t.Name
+		var tools []string
+		for _, t := range a.Tools {
+			if t.Kind != ToolAgent {
+				tools = append(tools, t.Name)
+			}
 		}
 		if len(tools) == 0 {
 			tools = []string{"none"}
@@ -65,6 +71,9 @@ func describeGraph(w io.Writer, g *Graph) {
 		}
 		for _, h := range a.Handoffs {
 			fmt.Fprintf(w, "    handoff %s -> %s%s\n", h.ToolName, h.Target.Name, handoffNotes(h))
+		}
+		for _, t := range a.Subagents {
+			fmt.Fprintf(w, "    subagent %s -> %s\n", t.Name, t.Agent.Agent.Name)
 		}
 	}
 }
@@ -100,12 +109,24 @@ func describeCondition(c *Condition) string {
 	return strings.Join(parts, ", ")
 }
 
-// agentsInOrder lists a graph's agents, the lead first and the others
-// sorted by name, so that printouts are stable.
+// agentsInOrder lists a graph's agents and the sub-agents they ask, the
+// lead first and the others sorted by name, so that printouts are stable.
 func agentsInOrder(g *Graph) []*Agent {
+	all := maps.Clone(g.Agents)
+	queue := slices.Collect(maps.Values(g.Agents))
+	for len(queue) > 0 {
+		a := queue[0]
+		queue = queue[1:]
+		for _, t := range a.Subagents {
+			if s := t.Agent.Agent; all[s.Name] == nil {
+				all[s.Name] = s
+				queue = append(queue, s)
+			}
+		}
+	}
 	out := []*Agent{g.Lead}
-	for _, name := range slices.Sorted(maps.Keys(g.Agents)) {
-		if a := g.Agents[name]; a != g.Lead {
+	for _, name := range slices.Sorted(maps.Keys(all)) {
+		if a := all[name]; a != g.Lead {
 			out = append(out, a)
 		}
 	}

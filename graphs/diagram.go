@@ -14,7 +14,9 @@ var ErrUnknownFormat = errors.New("unknown diagram format")
 // `flowchart LR` block, ready to pipe or paste into Markdown) or "dot" (a
 // Graphviz digraph). Each edge is labelled with the handoff's tool name; the
 // lead is drawn bold, with a distinct shape and "(lead)" in its label; a
-// handoff that enabled_when can disable is drawn dashed.
+// handoff that enabled_when can disable is drawn dashed. A sub-agent is
+// drawn with a thick arrow (mermaid ==>, dot bold with a circle at the
+// caller's end), so that it cannot be mistaken for a handoff.
 func Diagram(w io.Writer, g *Graph, format string) error {
 	var b strings.Builder
 	switch format {
@@ -56,6 +58,10 @@ func writeMermaid(b *strings.Builder, g *Graph) {
 			// Tool names are [a-zA-Z0-9_-]: safe in a label unquoted.
 			fmt.Fprintf(b, "    %s %s|%s| %s\n", ids[a], arrow, h.ToolName, ids[h.Target])
 		}
+		for _, t := range a.Subagents {
+			// A thick arrow: the caller asks and gets an answer back.
+			fmt.Fprintf(b, "    %s ==>|%s| %s\n", ids[a], t.Name, ids[t.Agent.Agent])
+		}
 	}
 	b.WriteString("    classDef lead stroke-width:3px,font-weight:bold\n")
 }
@@ -91,6 +97,10 @@ func writeDot(b *strings.Builder, g *Graph) {
 				style = ", style=dashed"
 			}
 			fmt.Fprintf(b, "    %s -> %s [label=%s%s];\n", dotQuote(a.Name), dotQuote(h.Target.Name), dotQuote(h.ToolName), style)
+		}
+		for _, t := range a.Subagents {
+			// Both ends: the caller asks and gets an answer back.
+			fmt.Fprintf(b, "    %s -> %s [label=%s, dir=both, arrowtail=odot, style=bold];\n", dotQuote(a.Name), dotQuote(t.Agent.Agent.Name), dotQuote(t.Name))
 		}
 	}
 	b.WriteString("}\n")

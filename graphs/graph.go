@@ -128,6 +128,13 @@ type Graph struct {
 	// slot in the same order, offered to every agent of the graph whose
 	// run has a value for the slot's scope.
 	MemoryTools []*Tool
+	// Instructions are appended, after a blank line, to the instructions
+	// of every agent running in the graph, sub-agents included; empty:
+	// none.
+	Instructions string
+	// MaxTokensPerRun bounds the tokens of every model call of one run,
+	// sub-agents included; 0: no budget.
+	MaxTokensPerRun int64
 }
 
 // Agent is one compiled agent. Agents are shared between graphs.
@@ -136,9 +143,16 @@ type Agent struct {
 	Description  string
 	Instructions string
 	// Models lists the model and its fallbacks, tried in order.
-	Models   []ModelRef
+	Models []ModelRef
+	// Tools are the agent's server tools, its sub-agent tools (Kind
+	// ToolAgent) last.
 	Tools    []*Tool
 	Handoffs []*Handoff
+	// Subagents are the agent's sub-agent tools, in the order of its
+	// `subagents:`; each is also in Tools.
+	Subagents []*Tool
+	// Settings go with every model call of the agent; nil: none.
+	Settings *ModelSettings
 	// MCP lists the MCP servers whose allowed tools the agent offers, in
 	// the order of its `mcp:`.
 	MCP []*MCPServer
@@ -158,6 +172,8 @@ type Tool struct {
 	HTTP *HTTPTool
 	// Memory is set when Kind is ToolMemory.
 	Memory *MemoryTool
+	// Agent is set when Kind is ToolAgent.
+	Agent *AgentTool
 }
 
 // HTTPTool is a tool run by a POST of the call's JSON arguments to URL,

@@ -86,6 +86,7 @@ func applyParams(out *openai.ChatCompletionRequest, p *runtime.Params, hasTools 
 	out.Stop = p.Stop
 	out.Seed = p.Seed
 	out.User = p.User
+	out.ReasoningEffort = p.ReasoningEffort
 	if p.ParallelToolCalls != nil && hasTools {
 		out.ParallelToolCalls = *p.ParallelToolCalls
 	}

@@ -15,6 +15,15 @@ const (
 	EventDelta
 	// EventHandoff: an accepted handoff From -> To by the call ToolCallID.
 	EventHandoff
+	// EventSubagentStart: Agent asked the sub-agent Subagent by the call
+	// ToolCallID, whose run begins.
+	EventSubagentStart
+	// EventSubagentDelta: Text is the next piece of the sub-agent's text
+	// (streamed runs only). It is not the run's answer.
+	EventSubagentDelta
+	// EventSubagentDone: the sub-agent answered; its answer is the call's
+	// tool result.
+	EventSubagentDone
 )
 
 // Event is one thing that happened during a run. The gateway renders events
@@ -25,6 +34,8 @@ type Event struct {
 	Text       string
 	From, To   string
 	ToolCallID string
+	// Subagent names the sub-agent of an EventSubagent* event.
+	Subagent string
 }
 
 // Result is the outcome of a run that finished.

@@ -34,6 +34,7 @@ type run struct {
 	// noHandoffs offers the agent none of its handoffs (a sub-agent).
 	noHandoffs bool
 	emitMu     sync.Mutex // serialises Emit of concurrent tool calls
+	usageMu    sync.Mutex // guards usage while a turn's sub-agents run
 	resumed    bool       // the turn a previous request suspended is done
 
 	// The run's messages are history followed by transcript. history is

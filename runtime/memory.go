@@ -124,15 +124,15 @@ func (rn *run) hasSlot(s *graphs.MemorySlot) bool {
 	return false
 }
 
-// instructions returns the current agent's instructions followed by a
+// instructions returns the current agent's instructions (and the graph's, settings.go) followed by a
 // <memory> block per slot of the run, with the slot's facts as stored now.
 func (rn *run) instructions(ctx context.Context) (string, error) {
 	slots := rn.memory()
 	if len(slots) == 0 {
-		return rn.agent.Instructions, nil
+		return instructionsFor(rn.agent, rn.graph), nil
 	}
 	var b strings.Builder
-	b.WriteString(rn.agent.Instructions)
+	b.WriteString(instructionsFor(rn.agent, rn.graph))
 	for _, s := range slots {
 		facts, err := rn.opts.Memory.Recall(ctx, s.key)
 		if err != nil {

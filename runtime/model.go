@@ -17,7 +17,7 @@ func (rn *run) callModel(ctx context.Context, step int) (*ChatResponse, error) {
 	req := &ChatRequest{
 		Messages: rn.histScan.promptWith(instructions, rn.history, rn.transcript),
 		Tools:    rn.offered(),
-		Params:   rn.req.Params,
+		Params:   paramsFor(rn.agent, rn.req.Params),
 		Stream:   rn.req.Stream,
 	}
 	req.ToolChoice = rn.choiceFor(req.Tools, step)

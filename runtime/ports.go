@@ -38,6 +38,8 @@ type Params struct {
 	User                string          `json:"user,omitempty"`
 	ParallelToolCalls   *bool           `json:"parallel_tool_calls,omitempty"`
 	ResponseFormat      json.RawMessage `json:"response_format,omitempty"`
+	// ReasoningEffort is sent as reasoning_effort when not empty.
+	ReasoningEffort string `json:"reasoning_effort,omitempty"`
 }
 
 // StopSequences is a request's `stop`: OpenAI takes one string or an array

@@ -64,7 +64,8 @@ func New(opts Options) *Runner {
 	if obs.metrics == nil {
 		obs.metrics = nopMetrics{}
 	}
-	r.chains = buildChains(append([]Interceptor{obs}, opts.Interceptors...))
+	// The budget is outside the spans: a call it refuses never starts.
+	r.chains = buildChains(append([]Interceptor{budget{}, obs}, opts.Interceptors...))
 	return r
 }
 

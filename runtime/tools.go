@@ -51,6 +51,17 @@ func (e *ToolCodeError) Error() string { return e.Code + ": " + e.Message }
 // bound; the model reads "result too large" as a tool_failed message.
 var ErrResultTooLarge = errors.New("result too large")
 
+// EndRunError is a runner's error that ends the run instead of being
+// reported to the model: a sub-agent's run that hit max_steps or the
+// budget, or whose provider failed, fails its caller's run the same way.
+type EndRunError struct{ Err error }
+
+// Error implements error.
+func (e *EndRunError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the cause, which the gateway maps to a status.
+func (e *EndRunError) Unwrap() error { return e.Err }
+
 // toolBase is the innermost ToolFunc: a refusal decided by the run, a
 // handoff's validation, or the tool's runner. A runner's error becomes the
 // tool_failed result the model reads.
@@ -73,6 +84,9 @@ func toolBase(ctx context.Context, call *ToolInvocation) (ToolResult, error) {
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			// The run is over (client gone); this is not the tool's fault.
 			return ToolResult{}, err
+		}
+		if end := (*EndRunError)(nil); errors.As(err, &end) {
+			return ToolResult{}, end.Err
 		}
 		if ce := (*ToolCodeError)(nil); errors.As(err, &ce) {
 			res := ToolError(ce.Code, ce.Message)

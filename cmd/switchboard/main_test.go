@@ -156,3 +156,16 @@ func TestEnvironmentOverrides(t *testing.T) {
 		}
 	}
 }
+
+// A sub-agent cycle (A asks B asks A) makes validate exit 1, naming it.
+func TestValidateSubagentCycle(t *testing.T) {
+	code, out, errOut := runCLI("validate", "--config", writeConfig(t, `
+agents:
+  a: {model: demo/echo, description: A, subagents: [b]}
+  b: {model: demo/echo, description: B, subagents: [a]}
+graphs: {g: {lead: a}}
+`))
+	if code != 1 || out != "" || !strings.Contains(errOut, `config invalid: agent "a": sub-agent cycle a asks b asks a`) {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}

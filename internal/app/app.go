@@ -136,7 +136,7 @@ func (a *App) newGeneration(cfg *graphs.Set) (*generation, error) {
 	runner := runtime.New(runtime.Options{
 		Model:          models,
 		Store:          a.store,
-		Tools:          runtime.ToolKinds{graphs.ToolHTTP: hooks, graphs.ToolMemory: runtime.MemoryTools{Store: a.memory}},
+		Tools:          runtime.ToolKinds{graphs.ToolHTTP: hooks, graphs.ToolMemory: runtime.MemoryTools{Store: a.memory}, graphs.ToolAgent: runtime.SubagentRunner{}},
 		Memory:         a.memory,
 		Hooks:          hooks,
 		TracerProvider: a.tracing.Provider,

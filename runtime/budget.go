@@ -1,0 +1,60 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+)
+
+// ErrBudgetExceeded: the run's tokens reached the graph's
+// max_tokens_per_run and it needs one more model call.
+var ErrBudgetExceeded = errors.New("token budget exceeded")
+
+// budget is the Interceptor of max_tokens_per_run (CONTRACT §8): it sums the
+// tokens of every model call of a request's run, its sub-agents' included
+// (they share the run's values), and refuses a model call once the sum has
+// reached the graph's budget. Steps already finished stay saved, as with
+// max_steps, because the refusal is an error of the step that needs it.
+type budget struct{ BaseInterceptor }
+
+var _ Interceptor = budget{}
+
+// budgetKey keys a run's token counter in its shared values.
+type budgetKey struct{}
+
+// InterceptRun gives a request's run its counter; its sub-agent runs
+// share it.
+func (budget) InterceptRun(next RunFunc) RunFunc {
+	return func(ctx context.Context, run *RunInfo) (*Result, error) {
+		if run.Parent == nil && run.Graph.MaxTokensPerRun > 0 {
+			run.SetValue(budgetKey{}, new(atomic.Int64))
+		}
+		return next(ctx, run)
+	}
+}
+
+// InterceptModel refuses a call past the budget and counts each answer's
+// tokens.
+func (budget) InterceptModel(next ModelFunc) ModelFunc {
+	return func(ctx context.Context, call *ModelCall) (*ChatResponse, error) {
+		limit := call.Run.Graph.MaxTokensPerRun
+		used, _ := call.Run.Value(budgetKey{}).(*atomic.Int64)
+		if limit <= 0 || used == nil {
+			return next(ctx, call)
+		}
+		if n := used.Load(); n >= limit {
+			return nil, fmt.Errorf("%w: the run has used %d tokens (max_tokens_per_run %d) and needs another model call", ErrBudgetExceeded, n, limit)
+		}
+		resp, err := next(ctx, call)
+		if resp != nil {
+			u := resp.Usage
+			n := int64(u.PromptTokens + u.CompletionTokens)
+			if n == 0 {
+				n = int64(u.TotalTokens)
+			}
+			used.Add(n)
+		}
+		return resp, err
+	}
+}
