@@ -14,7 +14,8 @@ import (
 )
 
 // observer is the Runner's own Interceptor: the spans of docs/spans.md and
-// the run's metrics. It is always the outermost interceptor, so that a gate
+// the run's metrics. It is the outermost interceptor but for the budget
+// (budget.go, which refuses a call before it starts), so that a gate
 // or guardrail inside it runs under the call's span (and may add events to
 // it, trace.SpanFromContext) and its time is counted in the call's.
 type observer struct {
