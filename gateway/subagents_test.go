@@ -290,3 +290,24 @@ func TestSubagentMaxSteps(t *testing.T) {
 		t.Fatalf("status %d: %s", resp.Status, resp.Body)
 	}
 }
+
+// The Responses API shows the lead's answer alone: nothing of the
+// sub-agent's text, streamed or not.
+func TestSubagentResponses(t *testing.T) {
+	const secret = "SUBAGENT-TEXT-9f2c"
+	for _, streamed := range []bool{false, true} {
+		gw, _ := research(t, "",
+			fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("c1", "ask_researcher", `{"task":"find it"}`)}},
+			fakeupstream.Reply{Text: secret},
+			fakeupstream.Reply{Text: "The lead's answer."},
+		)
+		body := input("go", "model", "research", "stream", streamed)
+		r := gw.Do(context.Background(), http.MethodPost, "/v1/responses", body, nil)
+		if r.Status != http.StatusOK {
+			t.Fatalf("stream=%v: status %d: %s", streamed, r.Status, r.Body)
+		}
+		if !strings.Contains(string(r.Body), "The lead's answer.") || strings.Contains(string(r.Body), secret) {
+			t.Errorf("stream=%v: the reply must carry the lead's answer and nothing of the sub-agent's:\n%s", streamed, r.Body)
+		}
+	}
+}

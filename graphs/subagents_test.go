@@ -120,6 +120,13 @@ graphs: {g: {lead: lead, instructions: Be brief., max_tokens_per_run: 100}}`), t
 		t.Errorf("graph %+v", g)
 	}
 	var b strings.Builder
+	Describe(&b, set)
+	for _, want := range []string{"max_tokens_per_run 100", "    tools: none\n", "subagent ask_research_desk -> Research Desk", "subagent summarize -> sum", "  agent sum\n"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("validate printout lacks %q:\n%s", want, b.String())
+		}
+	}
+	b.Reset()
 	if err := Diagram(&b, set.Graphs["g"], "mermaid"); err != nil {
 		t.Fatal(err)
 	}
