@@ -58,6 +58,8 @@ func newReplyMessage(m runtime.Message) replyMessage {
 type replyMetadata struct {
 	AgentName string `json:"agentName"`
 	SessionID string `json:"sessionId"`
+	// halt holds the members a halted run adds (haltMembers).
+	halt []byte
 }
 
 // chatCompletions runs a graph, or proxies a plain model when passthrough
@@ -129,7 +131,7 @@ func (r *chatJSON) result(res *runtime.Result) *Error {
 		Model:    r.graph.Name,
 		Choices:  []choice{{Message: newReplyMessage(res.Message), FinishReason: res.FinishReason}},
 		Usage:    res.Usage,
-		Metadata: replyMetadata{AgentName: res.Agent, SessionID: r.sessionID},
+		Metadata: replyMetadata{AgentName: res.Agent, SessionID: r.sessionID, halt: haltMembers(res.Halt)},
 	})
 	return nil
 }

@@ -48,6 +48,8 @@ type chunkMetadata struct {
 	ToolCallID string `json:"toolCallId,omitempty"`
 	Subagent   string `json:"subagent,omitempty"`
 	Text       string `json:"text,omitempty"`
+	// halt holds the members a halted run adds (haltMembers).
+	halt []byte
 }
 
 // subagentEvent names a sub-agent event in a chunk's metadata.event.
@@ -122,13 +124,14 @@ func (w *sse) event(ev runtime.Event) {
 // one piece, client tool calls), the finish chunk, the usage chunk when
 // asked for, and [DONE].
 func (w *sse) result(res *runtime.Result) *Error {
-	meta := chunkMetadata{AgentName: res.Agent, SessionID: w.sessionID}
+	meta := chunkMetadata{AgentName: res.Agent, SessionID: w.sessionID, halt: haltMembers(res.Halt)}
 	d := chunkDelta{}
 	if !w.sentRole {
 		d.Role = "assistant"
 	}
-	if !w.sentRole && res.Message.Content != "" {
-		// Nothing was streamed (the provider sent the text in one piece).
+	if (!w.sentRole || res.Halt != nil) && res.Message.Content != "" {
+		// Nothing was streamed (the provider sent the text in one piece),
+		// or an interceptor halted the run with an answer of its own.
 		text := res.Message.Content
 		d.Content = &text
 	}
@@ -229,6 +232,7 @@ func appendChunk(b []byte, id string, created int64, model string, d chunkDelta,
 			b = jsonenc.AppendString(append(b, f.key...), f.v)
 		}
 	}
+	b = append(b, meta.halt...)
 	return append(b, "}}"...), nil
 }
 

@@ -36,6 +36,8 @@ func compile(raw *rawConfig, builtin map[string]Provider, p *problems) *Set {
 	set.Graphs = compileGraphs(raw.Graphs, agents, p)
 	set.Memory = compileMemory(raw.Memory, p)
 	compileGraphMemory(raw.Graphs, set.Graphs, set.Memory, p)
+	set.Guardrails = compileGuardrails(raw.Guardrails, set.Providers, p)
+	compileGuardrailLists(raw, agents, set.Graphs, set.Guardrails, p)
 	set.GraphNames = slices.Sorted(maps.Keys(set.Graphs))
 	return set
 }

@@ -26,6 +26,9 @@ type rawConfig struct {
 	MCPServers map[string]rawMCPServer `yaml:"mcp_servers"`
 	// Memory holds the memory slots graphs may use, by name (memory.go).
 	Memory map[string]rawMemorySlot `yaml:"memory"`
+	// Guardrails are the input and output checks graphs and agents may
+	// list, by name (guardrails.go).
+	Guardrails map[string]rawGuardrail `yaml:"guardrails"`
 	// Agents are keyed by name.
 	Agents map[string]rawAgent `yaml:"agents"`
 	// Graphs are keyed by the model name clients use. At least one is
@@ -175,6 +178,11 @@ type rawAgent struct {
 	// ModelSettings go with every model call of the agent, over the
 	// client's parameters of the same name; default none.
 	ModelSettings *rawModelSettings `yaml:"model_settings"`
+	// InputGuardrails and OutputGuardrails name entries of `guardrails:`
+	// checked when the agent starts a run and on what it says; default
+	// none.
+	InputGuardrails  []string `yaml:"input_guardrails"`
+	OutputGuardrails []string `yaml:"output_guardrails"`
 }
 
 // rawHandoff is the long form of a handoff item.
@@ -235,4 +243,9 @@ type rawGraph struct {
 	// MaxTokensPerRun bounds the tokens (input + output) of every model
 	// call of one run, sub-agents included; default none.
 	MaxTokensPerRun *int64 `yaml:"max_tokens_per_run"`
+	// InputGuardrails and OutputGuardrails name entries of `guardrails:`
+	// checked on every run of the graph, before the agents' own; default
+	// none.
+	InputGuardrails  []string `yaml:"input_guardrails"`
+	OutputGuardrails []string `yaml:"output_guardrails"`
 }

@@ -23,6 +23,8 @@ type Set struct {
 	MCPServers map[string]*MCPServer
 	// Memory holds every memory slot of `memory:`, keyed by name.
 	Memory map[string]*MemorySlot
+	// Guardrails holds every entry of `guardrails:`, keyed by name.
+	Guardrails map[string]*Guardrail
 	// Graphs are keyed by model name.
 	Graphs map[string]*Graph
 	// GraphNames lists the keys of Graphs, sorted.
@@ -135,6 +137,10 @@ type Graph struct {
 	// MaxTokensPerRun bounds the tokens of every model call of one run,
 	// sub-agents included; 0: no budget.
 	MaxTokensPerRun int64
+	// InputGuardrails and OutputGuardrails apply to every run of the
+	// graph, before its agents' own, in the order of the config.
+	InputGuardrails  []*Guardrail
+	OutputGuardrails []*Guardrail
 }
 
 // Agent is one compiled agent. Agents are shared between graphs.
@@ -156,6 +162,10 @@ type Agent struct {
 	// MCP lists the MCP servers whose allowed tools the agent offers, in
 	// the order of its `mcp:`.
 	MCP []*MCPServer
+	// InputGuardrails check the input of a run the agent starts or is
+	// handed; OutputGuardrails what it says. In the order of the config.
+	InputGuardrails  []*Guardrail
+	OutputGuardrails []*Guardrail
 }
 
 // Tool is a server-side tool run by the gateway. It is a small tagged

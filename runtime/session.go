@@ -76,6 +76,7 @@ type sessionSaver struct {
 	saved    int  // the run's transcript[:saved] is stored, after its history
 	replace  bool // the next save rewrites the whole session
 	released bool // the last save gave the lock back
+	atEnd    bool // only the last save writes (SaveAtEnd)
 }
 
 // replaced records that an input filter rewrote the run's transcript: the
@@ -88,6 +89,9 @@ func (sv *sessionSaver) replaced() { sv.saved, sv.replace = 0, true }
 // when there is nothing to write, or the write fails, the lock stays for
 // runSession to release.
 func (sv *sessionSaver) save(ctx context.Context, rn *run, holder string, last bool) error {
+	if sv.atEnd && !last {
+		return nil
+	}
 	w := Write{ActiveAgent: holder, Replace: sv.replace, Messages: rn.transcript, Release: last}
 	if !sv.replace {
 		w.Messages = rn.transcript[sv.saved:]

@@ -18,6 +18,7 @@ import (
 	"github.com/switchboard-ai/switchboard/cache"
 	"github.com/switchboard-ai/switchboard/gateway"
 	"github.com/switchboard-ai/switchboard/graphs"
+	"github.com/switchboard-ai/switchboard/guardrails"
 	"github.com/switchboard-ai/switchboard/internal/redact"
 	"github.com/switchboard-ai/switchboard/providers"
 	"github.com/switchboard-ai/switchboard/runtime"
@@ -37,10 +38,12 @@ type App struct {
 	// memory keeps memory slots' facts, beside the sessions.
 	memory  runtime.MemoryStore
 	metrics *telemetry.Metrics
-	reg     *prometheus.Registry
-	limiter gateway.Limiter
-	server  *http.Server
-	gens    generations
+	// guardMetrics counts guardrail checks.
+	guardMetrics *telemetry.GuardrailMetrics
+	reg          *prometheus.Registry
+	limiter      gateway.Limiter
+	server       *http.Server
+	gens         generations
 }
 
 // Option changes how New wires a gateway.
@@ -93,6 +96,7 @@ func New(ctx context.Context, cfg *graphs.Set, log *slog.Logger, opts ...Option)
 	}
 	a := &App{log: log, tracing: tracing, store: store, responses: responses, memory: memory, metrics: metrics, reg: reg, limiter: limiter}
 	a.gens.reloads = telemetry.NewReloads(reg)
+	a.guardMetrics = telemetry.NewGuardrailMetrics(reg)
 	gen, err := a.newGeneration(cfg)
 	if err != nil {
 		_ = store.Close()
@@ -133,12 +137,23 @@ func (a *App) newGeneration(cfg *graphs.Set) (*generation, error) {
 		return nil, fmt.Errorf("set up providers: %w", err)
 	}
 	hooks := webhooks.New(a.tracing.Propagator)
+	guard := guardrails.New(guardrails.Options{
+		Judge: guardrails.Judges{
+			graphs.GuardrailRegex: guardrails.Regex{},
+			graphs.GuardrailHTTP:  hooks,
+			graphs.GuardrailModel: guardrails.Model{Model: models},
+		},
+		TracerProvider: a.tracing.Provider,
+		Metrics:        a.guardMetrics,
+		Logger:         a.log,
+	})
 	runner := runtime.New(runtime.Options{
 		Model:          models,
 		Store:          a.store,
 		Tools:          runtime.ToolKinds{graphs.ToolHTTP: hooks, graphs.ToolMemory: runtime.MemoryTools{Store: a.memory}, graphs.ToolAgent: runtime.SubagentRunner{}},
 		Memory:         a.memory,
 		Hooks:          hooks,
+		Interceptors:   []runtime.Interceptor{guard},
 		TracerProvider: a.tracing.Provider,
 		Metrics:        a.metrics,
 		Logger:         a.log,

@@ -229,7 +229,7 @@ func (c *Checker) CheckReply(method, path string, status int, contentType string
 	case method == "POST" && path == "/v1/chat/completions" && strings.HasPrefix(contentType, "text/event-stream"):
 		return c.checkStream(body)
 	case method == "POST" && path == "/v1/chat/completions":
-		return 1, c.Validate(ChatCompletion, body)
+		return 1, c.Validate(ChatCompletion, withoutContractMetadata(body))
 	case method == "GET" && path == "/v1/models":
 		return 1, c.Validate(ModelList, body)
 	case method == "GET" && strings.HasPrefix(path, "/v1/models/"):
