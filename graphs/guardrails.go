@@ -69,6 +69,9 @@ type Guardrail struct {
 
 // compileGuardrails compiles `guardrails:`.
 func compileGuardrails(raw map[string]rawGuardrail, providers map[string]Provider, p *problems) map[string]*Guardrail {
+	if len(raw) == 0 {
+		return nil
+	}
 	out := make(map[string]*Guardrail, len(raw))
 	for _, name := range slices.Sorted(maps.Keys(raw)) {
 		r := raw[name]

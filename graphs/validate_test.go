@@ -385,7 +385,7 @@ func TestUnknownKeys(t *testing.T) {
 		{
 			name: "top level",
 			yml:  "agent: {}\nagents: {triage: {model: openai/m}}\ngraphs: {support: {lead: triage}}",
-			want: `config invalid: config: unknown key "agent" (line 1); known keys: server, store, telemetry, providers, tools, mcp_servers, memory, agents, graphs`,
+			want: `config invalid: config: unknown key "agent" (line 1); known keys: server, store, telemetry, providers, tools, mcp_servers, memory, guardrails, agents, graphs`,
 		},
 		{
 			name: "server",
@@ -395,7 +395,7 @@ func TestUnknownKeys(t *testing.T) {
 		{
 			name: "agent",
 			yml:  "agents:\n  triage:\n    model: openai/m\n    modle: x\ngraphs: {support: {lead: triage}}",
-			want: `config invalid: agents.triage: unknown key "modle" (line 4); known keys: description, instructions, model, tools, mcp, handoffs, subagents, model_settings`,
+			want: `config invalid: agents.triage: unknown key "modle" (line 4); known keys: description, instructions, model, tools, mcp, handoffs, subagents, model_settings, input_guardrails, output_guardrails`,
 		},
 		{
 			name: "handoff",
@@ -427,7 +427,7 @@ graphs: {support: {lead: triage}}`,
 		{
 			name: "graph",
 			yml:  "agents: {triage: {model: openai/m}}\ngraphs: {support: {lead: triage, max_turns: 3}}",
-			want: `config invalid: graphs.support: unknown key "max_turns" (line 2); known keys: lead, description, max_handoffs, max_steps, max_tool_calls_per_turn, tool_concurrency, memory, instructions, max_tokens_per_run`,
+			want: `config invalid: graphs.support: unknown key "max_turns" (line 2); known keys: lead, description, max_handoffs, max_steps, max_tool_calls_per_turn, tool_concurrency, memory, instructions, max_tokens_per_run, input_guardrails, output_guardrails`,
 		},
 		{
 			name: "provider",

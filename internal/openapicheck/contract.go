@@ -3,10 +3,11 @@ package openapicheck
 import "encoding/json"
 
 // contractMetadata lists the members of a chat completion's metadata that
-// CONTRACT requires as objects where OpenAI's Metadata admits strings only:
-// metadata.guardrail of a run a guardrail stopped (§7). The deviation is
-// the contract's; the gateway's own tests check those members, and the
-// rest of the reply is still judged by the published schema.
+// the contract requires as objects where OpenAI's Metadata admits strings
+// only: metadata.guardrail of a run a guardrail stopped (README,
+// Guardrails). The deviation is the contract's; the gateway's own tests
+// check those members, and the rest of the reply is still judged by the
+// published schema.
 var contractMetadata = []string{"guardrail"}
 
 // withoutContractMetadata returns body without the contractMetadata
