@@ -111,7 +111,7 @@ func (j *judgeServer) payloads() []judgePayload {
 }
 
 // guardLists are the guardrail lists of a test's config.
-type guardLists struct{ billingIn, billingOut, graphIn, graphOut string }
+type guardLists struct{ billingIn, billingOut, graphIn, graphOut, extra string }
 
 // guardDesk starts the guarded desk on fake, with judge as the webhook.
 func guardDesk(t *testing.T, lists guardLists, fake *fakeupstream.Server, judge *judgeServer) (*gwtest.Gateway, *toolServer) {
@@ -120,7 +120,7 @@ func guardDesk(t *testing.T, lists guardLists, fake *fakeupstream.Server, judge 
 	if judge == nil {
 		judge = newJudge(t, func(judgePayload) (int, string) { return 200, `{"tripwire": false}` })
 	}
-	yaml := fmt.Sprintf(guardYAML, lists.billingIn, lists.billingOut, lists.graphIn, lists.graphOut)
+	yaml := fmt.Sprintf(guardYAML, lists.billingIn, lists.billingOut, lists.graphIn, lists.graphOut) + lists.extra
 	gw := gwtest.Start(t, yaml, map[string]string{"FAKE_URL": fake.URL, "TOOLS_URL": tools.URL, "JUDGE_URL": judge.URL})
 	return gw, tools
 }
@@ -481,5 +481,23 @@ func TestResponsesGuardrail(t *testing.T) {
 	resp.Decode(t, &r)
 	if r.Status != "incomplete" || r.IncompleteDetails == nil || r.IncompleteDetails.Reason != "content_filter" || strings.Contains(string(resp.Body), "4111") {
 		t.Errorf("response %s", resp.Body)
+	}
+}
+
+// Each check is a span "guardrail <name>" with its stage, outcome and
+// reason.
+func TestGuardrailSpans(t *testing.T) {
+	fake := fakeupstream.New(t, fakeupstream.Reply{Text: "Card 4111 1111 1111 1111."})
+	coll, collURL := newCollector(t)
+	gw, _ := guardDesk(t, guardLists{graphIn: "lenient", graphOut: "no_cards", extra: "telemetry:\n  otlp_endpoint: " + collURL + "\n"}, fake, nil)
+	r := guardChat(t, gw, gwtest.User("support", "my card?"), nil)
+	assertTripped(t, r, "I can't share card numbers.", "no_cards", "output", "the text matches the guardrail's pattern")
+	gw.Close() // flush spans
+	spans := string(coll.bytes())
+	for _, want := range []string{"guardrail lenient", "guardrail no_cards", "switchboard.guardrail.stage", "switchboard.guardrail.tripped",
+		"switchboard.guardrail.reason", "the text matches the guardrail's pattern"} {
+		if !strings.Contains(spans, want) {
+			t.Errorf("no %q in the exported spans", want)
+		}
 	}
 }
