@@ -85,7 +85,7 @@ type judgeServer struct {
 	answer func(p judgePayload) (int, string)
 }
 
-func newJudge(t *testing.T, answer func(p judgePayload) (int, string)) *judgeServer {
+func newJudge(t testing.TB, answer func(p judgePayload) (int, string)) *judgeServer {
 	j := &judgeServer{answer: answer}
 	j.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var p judgePayload
