@@ -43,6 +43,7 @@ func (c *agentCompiler) compile(a *Agent, r rawAgent) {
 		c.p.addf("%s: an agent name must be non-empty and printable", subject)
 	}
 	a.Models = c.models(&r.Model, subject)
+	a.Permissions = c.rules(r.Permissions, subject)
 
 	listed := map[string]bool{}
 	for _, name := range r.Tools {

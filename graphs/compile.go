@@ -38,6 +38,7 @@ func compile(raw *rawConfig, builtin map[string]Provider, p *problems) *Set {
 	compileGraphMemory(raw.Graphs, set.Graphs, set.Memory, p)
 	set.Guardrails = compileGuardrails(raw.Guardrails, set.Providers, p)
 	compileGuardrailLists(raw, agents, set.Graphs, set.Guardrails, p)
+	compileGraphPermissions(raw.Graphs, set.Graphs, principals, p)
 	set.GraphNames = slices.Sorted(maps.Keys(set.Graphs))
 	return set
 }

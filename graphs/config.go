@@ -183,6 +183,8 @@ type rawAgent struct {
 	// none.
 	InputGuardrails  []string `yaml:"input_guardrails"`
 	OutputGuardrails []string `yaml:"output_guardrails"`
+	// Permissions are read after the graph's; default none.
+	Permissions []rawRule `yaml:"permissions"`
 }
 
 // rawHandoff is the long form of a handoff item.
@@ -248,4 +250,9 @@ type rawGraph struct {
 	// none.
 	InputGuardrails  []string `yaml:"input_guardrails"`
 	OutputGuardrails []string `yaml:"output_guardrails"`
+	// Permissions gate the calls of the graph's agents, read before the
+	// agent's own; default none.
+	Permissions []rawRule `yaml:"permissions"`
+	// ApprovalTTL is how long an approval lives; default 24h.
+	ApprovalTTL string `yaml:"approval_ttl"`
 }

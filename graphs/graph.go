@@ -141,6 +141,10 @@ type Graph struct {
 	// graph, before its agents' own, in the order of the config.
 	InputGuardrails  []*Guardrail
 	OutputGuardrails []*Guardrail
+	// Permissions are read before the active agent's (docs/permissions.md).
+	Permissions []Rule
+	// ApprovalTTL is how long an approval lives (default 24h).
+	ApprovalTTL time.Duration
 }
 
 // Agent is one compiled agent. Agents are shared between graphs.
@@ -166,6 +170,8 @@ type Agent struct {
 	// handed; OutputGuardrails what it says. In the order of the config.
 	InputGuardrails  []*Guardrail
 	OutputGuardrails []*Guardrail
+	// Permissions are read after the graph's.
+	Permissions []Rule
 }
 
 // Tool is a server-side tool run by the gateway. It is a small tagged

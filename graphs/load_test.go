@@ -103,7 +103,7 @@ func TestLoadFileContractExample(t *testing.T) {
 			Agents:              map[string]*Agent{"triage": triage, "billing": billing, "refunds": refunds},
 			MaxHandoffs:         5,
 			MaxSteps:            20,
-			MaxToolCallsPerTurn: 64, ToolConcurrency: 8,
+			MaxToolCallsPerTurn: 64, ToolConcurrency: 8, ApprovalTTL: 24 * time.Hour,
 		}},
 		GraphNames: []string{"support"},
 	}

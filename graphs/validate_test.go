@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -395,7 +396,7 @@ func TestUnknownKeys(t *testing.T) {
 		{
 			name: "agent",
 			yml:  "agents:\n  triage:\n    model: openai/m\n    modle: x\ngraphs: {support: {lead: triage}}",
-			want: `config invalid: agents.triage: unknown key "modle" (line 4); known keys: description, instructions, model, tools, mcp, handoffs, subagents, model_settings, input_guardrails, output_guardrails`,
+			want: `config invalid: agents.triage: unknown key "modle" (line 4); known keys: description, instructions, model, tools, mcp, handoffs, subagents, model_settings, input_guardrails, output_guardrails, permissions`,
 		},
 		{
 			name: "handoff",
@@ -427,7 +428,7 @@ graphs: {support: {lead: triage}}`,
 		{
 			name: "graph",
 			yml:  "agents: {triage: {model: openai/m}}\ngraphs: {support: {lead: triage, max_turns: 3}}",
-			want: `config invalid: graphs.support: unknown key "max_turns" (line 2); known keys: lead, description, max_handoffs, max_steps, max_tool_calls_per_turn, tool_concurrency, memory, instructions, max_tokens_per_run, input_guardrails, output_guardrails`,
+			want: `config invalid: graphs.support: unknown key "max_turns" (line 2); known keys: lead, description, max_handoffs, max_steps, max_tool_calls_per_turn, tool_concurrency, memory, instructions, max_tokens_per_run, input_guardrails, output_guardrails, permissions, approval_ttl`,
 		},
 		{
 			name: "provider",
@@ -521,5 +522,37 @@ func TestAliasBomb(t *testing.T) {
 	want := []string{"config invalid: yaml: document contains excessive aliasing"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+}
+
+// Permission rules need a tool and one of the three actions.
+func TestPermissionRules(t *testing.T) {
+	yaml := `
+providers: {p: {base_url: "http://127.0.0.1:1/v1"}}
+agents:
+  a:
+    model: p/m
+    permissions:
+      - {tool: "x_*", action: ask, when: {metadata: {plan: pro}}}
+      - {tool: "", action: allow}
+      - {tool: y, action: maybe}
+graphs:
+  g: {lead: a, approval_ttl: 1h, permissions: [{tool: z, action: deny}]}
+`
+	_, err := Parse([]byte(yaml), nil, func(string) string { return "" })
+	if err == nil || !strings.Contains(err.Error(), `agent "a": permissions[1]: tool must be`) || !strings.Contains(err.Error(), `permissions[2]: action must be allow, deny or ask, got "maybe"`) {
+		t.Fatalf("err %v", err)
+	}
+	set, err := Parse([]byte(strings.Replace(strings.Replace(yaml, "      - {tool: \"\", action: allow}\n", "", 1), "maybe", "allow", 1)), nil, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := set.Graphs["g"]
+	if g.ApprovalTTL != time.Hour || len(g.Permissions) != 1 || g.Permissions[0].Action != ActionDeny {
+		t.Errorf("graph rules %+v ttl %v", g.Permissions, g.ApprovalTTL)
+	}
+	r := g.Lead.Permissions[0]
+	if !r.Matches("x_refund", map[string]string{"plan": "pro"}, "") || r.Matches("x_refund", nil, "") || r.Matches("y_x_refund", map[string]string{"plan": "pro"}, "") {
+		t.Errorf("rule %+v matches wrongly", r)
 	}
 }
