@@ -43,6 +43,8 @@ type memSession struct {
 	agent   string
 	version int64
 	expires time.Time
+	// approvals are the session's approvals, replaced whole by a save.
+	approvals []runtime.Approval
 
 	token       string // empty: unlocked
 	lockExpires time.Time
@@ -152,7 +154,7 @@ func (m *Memory) Acquire(ctx context.Context, key runtime.SessionKey) (*runtime.
 // snapshot returns s's state as it stands: its messages are shared, clipped
 // so that later saves, which append past them, do not show through.
 func (s *memSession) snapshot() *runtime.Session {
-	return &runtime.Session{Messages: slices.Clip(s.msgs), ActiveAgent: s.agent, Version: s.version}
+	return &runtime.Session{Messages: slices.Clip(s.msgs), ActiveAgent: s.agent, Version: s.version, Approvals: slices.Clone(s.approvals)}
 }
 
 // holds reports whether lease holds s's lock.
@@ -190,6 +192,9 @@ func (m *Memory) Save(ctx context.Context, key runtime.SessionKey, lease runtime
 	}
 	s.bytes = size + add
 	s.agent = w.ActiveAgent
+	if w.SetApprovals {
+		s.approvals = slices.Clone(w.Approvals)
+	}
 	s.version++
 	s.expires = now.Add(m.ttl)
 	if w.Release {

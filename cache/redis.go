@@ -218,7 +218,8 @@ func (s *Redis) assemble(key runtime.SessionKey, tag string, base *transcript, r
 	n, err4 := r.int(4)
 	from, err5 := r.int(5)
 	raw, err6 := r.list(6)
-	if err := errors.Join(err1, err2, err3, err4, err5, err6); err != nil {
+	rawApprovals, err7 := r.str(7)
+	if err := errors.Join(err1, err2, err3, err4, err5, err6, err7); err != nil {
 		return nil, fmt.Errorf("%w: %v", runtime.ErrStoreUnavailable, err)
 	}
 	version, err := strconv.ParseInt(stored, 10, 64)
@@ -247,7 +248,13 @@ func (s *Redis) assemble(key runtime.SessionKey, tag string, base *transcript, r
 	})
 	// The cached transcript is never written in place (see extend): the
 	// session shares it.
-	return &runtime.Session{Messages: slices.Clip(msgs), ActiveAgent: agent, Version: version}, nil
+	sess := &runtime.Session{Messages: slices.Clip(msgs), ActiveAgent: agent, Version: version}
+	if rawApprovals != "" {
+		if err := json.Unmarshal([]byte(rawApprovals), &sess.Approvals); err != nil {
+			return nil, &runtime.SessionCorruptError{ID: key.ID, Reason: "its approvals are not JSON"}
+		}
+	}
+	return sess, nil
 }
 
 // decodeMessages decodes a script's list of JSON messages.
@@ -321,9 +328,17 @@ func (s *Redis) saveArgs(lease runtime.Lease, w runtime.Write) ([]any, error) {
 		}
 		return "0"
 	}
-	args := make([]any, 0, 8+len(w.Messages))
+	var approvals []byte
+	if w.SetApprovals {
+		b, err := json.Marshal(w.Approvals)
+		if err != nil {
+			return nil, fmt.Errorf("encode approvals: %w", err)
+		}
+		approvals = b
+	}
+	args := make([]any, 0, 10+len(w.Messages))
 	args = append(args, lease.Token, s.opts.SessionTTL.Milliseconds(), flag(w.Replace), w.ActiveAgent,
-		rand.Text(), rand.Text(), flag(w.Release), s.opts.MaxSessionBytes)
+		rand.Text(), rand.Text(), flag(w.Release), s.opts.MaxSessionBytes, flag(w.SetApprovals), approvals)
 	for i := range w.Messages {
 		b, err := json.Marshal(w.Messages[i])
 		if err != nil {

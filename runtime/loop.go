@@ -47,6 +47,11 @@ type run struct {
 
 	// saver saves steps; nil for a run outside any session.
 	saver *sessionSaver
+	// approvals are the session's (approvals.go), changed under apprMu
+	// while tools run; approvalsDirty has the next save write them.
+	approvals      []Approval
+	approvalsDirty bool
+	apprMu         sync.Mutex
 
 	handoffs int
 	usage    Usage

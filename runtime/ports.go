@@ -136,6 +136,8 @@ type SessionKey struct {
 type Session struct {
 	Messages    []Message
 	ActiveAgent string // empty: the lead
+	// Approvals are the session's approvals, pending and decided.
+	Approvals []Approval
 	// Version counts writes; 0 is a session never written.
 	Version int64
 }
@@ -154,6 +156,10 @@ type Write struct {
 	Messages    []Message
 	Replace     bool
 	ActiveAgent string
+	// SetApprovals replaces the session's approvals with Approvals;
+	// otherwise they stay as they are.
+	SetApprovals bool
+	Approvals    []Approval
 	// Release releases the lock in the same round trip, after the write, as
 	// a Release with the same lease would: a run's last save need not wait
 	// for a second call. A Release after it is a no-op. When Save fails

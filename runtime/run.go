@@ -64,8 +64,10 @@ func New(opts Options) *Runner {
 	if obs.metrics == nil {
 		obs.metrics = nopMetrics{}
 	}
-	// The budget is outside the spans: a call it refuses never starts.
-	r.chains = buildChains(append([]Interceptor{budget{}, obs}, opts.Interceptors...))
+	// The budget is outside the spans: a call it refuses never starts. The
+	// permission gate is inside them, so that a decision is on the call's
+	// span.
+	r.chains = buildChains(append([]Interceptor{budget{}, obs, permissionGate{}}, opts.Interceptors...))
 	return r
 }
 
@@ -88,6 +90,9 @@ type Request struct {
 	// ToolChoice is the request's tool_choice as the client wrote it, for
 	// the run's first model call (docs/http-api.md); nil when it gave none.
 	ToolChoice json.RawMessage
+	// Approvals are decisions the request brings for the session's
+	// pending approvals (docs/permissions.md).
+	Approvals []Decision
 	// At, when set, continues the session only from this point: a session
 	// that has moved past it fails the run with ErrMoved before anything
 	// runs, and the caller may fork from the point instead (Fork).

@@ -20,9 +20,6 @@ import (
 // runSession runs a request in its session.
 func (r *Runner) runSession(ctx context.Context, req *Request, emit func(Event)) (*Result, error) {
 	input := newInput(req.Messages)
-	if len(input) == 0 {
-		return nil, fmt.Errorf("%w: a session request needs new input after its last assistant message", ErrInvalidRequest)
-	}
 	key := SessionKey{Principal: req.Principal, ID: req.SessionID}
 	sess, lease, err := r.acquire(ctx, key)
 	if err != nil {
@@ -50,11 +47,21 @@ func (r *Runner) runSession(ctx context.Context, req *Request, emit func(Event))
 	defer stop()
 
 	rn.saver = sv
+	rn.approvals = cloneApprovals(sess.Approvals)
+	if err := rn.applyDecisions(req.Approvals); err != nil {
+		return nil, err
+	}
 	rn.history = sess.Messages
 	rn.histScan = r.prompts.history(key, rn.history)
 	rn.transcript = append(make([]Message, 0, len(input)+8), input...)
 	rn.agent = activeAgent(req.Graph, rn.histScan.marker)
 	rn.info.Agent, rn.info.Input = rn.agent, input
+	switch paused := rn.openApprovals(); {
+	case paused && hasNewMessage(input):
+		rn.moveOn()
+	case !paused && len(input) == 0:
+		return nil, fmt.Errorf("%w: a session request needs new input after its last assistant message", ErrInvalidRequest)
+	}
 	if err := rn.checkClientTools(); err != nil {
 		return nil, err
 	}
@@ -96,7 +103,12 @@ func (sv *sessionSaver) save(ctx context.Context, rn *run, holder string, last b
 	if !sv.replace {
 		w.Messages = rn.transcript[sv.saved:]
 	}
-	if len(w.Messages) == 0 && !w.Replace {
+	rn.apprMu.Lock()
+	if rn.approvalsDirty {
+		w.SetApprovals, w.Approvals = true, cloneApprovals(rn.approvals)
+	}
+	rn.apprMu.Unlock()
+	if len(w.Messages) == 0 && !w.Replace && !w.SetApprovals {
 		return nil
 	}
 	v, err := sv.store.Save(ctx, sv.key, sv.lease, w)
@@ -104,7 +116,23 @@ func (sv *sessionSaver) save(ctx context.Context, rn *run, holder string, last b
 		return fmt.Errorf("save session: %w", err)
 	}
 	sv.version, sv.saved, sv.replace, sv.released = v, len(rn.transcript), false, last
+	if w.SetApprovals {
+		rn.apprMu.Lock()
+		rn.approvalsDirty = false
+		rn.apprMu.Unlock()
+	}
 	return nil
+}
+
+// hasNewMessage reports whether input brings a message other than tool
+// results.
+func hasNewMessage(input []Message) bool {
+	for _, m := range input {
+		if m.Role != RoleTool {
+			return true
+		}
+	}
+	return false
 }
 
 // busyGrace is how long a request waits for a session's lock before it is

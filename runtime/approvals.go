@@ -1,0 +1,216 @@
+package runtime
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Approvals are the decisions a permission rule's `ask` waits for
+// (docs/permissions.md). They are stored with the session: the run that
+// pauses writes them with its last step, a decision is written under the
+// session's lock, and the session's next request resumes the turn once
+// every approval of it is decided.
+
+// Approval statuses.
+const (
+	ApprovalPending  = "pending"
+	ApprovalApproved = "approved"
+	ApprovalRejected = "rejected"
+)
+
+// SuspendApproval is the suspension reason of a call held for approval.
+const SuspendApproval = "approval_required"
+
+// Approval is one call waiting for, or decided by, a person.
+type Approval struct {
+	ID         string          `json:"id"`
+	Tool       string          `json:"tool"`
+	Arguments  json.RawMessage `json:"arguments"`
+	Agent      string          `json:"agent"`
+	ToolCallID string          `json:"toolCallId"`
+	Status     string          `json:"status"`
+	ExpiresAt  int64           `json:"expiresAt"`
+	Reason     string          `json:"reason,omitempty"`
+	// Remember approves later calls of the tool by the agent (not yet
+	// honoured by the gate; recorded as decided).
+	Remember bool `json:"remember,omitempty"`
+	// Used is set once the decision answered its call: a later call that
+	// reuses the tool call id is a new call.
+	Used bool `json:"used,omitempty"`
+}
+
+// Decision is a person's answer to one approval.
+type Decision struct {
+	ID       string
+	Approve  bool
+	Reason   string
+	Remember bool
+}
+
+// Errors of deciding an approval.
+var (
+	// ErrApprovalNotFound: no such approval in the caller's session.
+	ErrApprovalNotFound = errors.New("approval not found")
+	// ErrApprovalDecided: the approval was decided before.
+	ErrApprovalDecided = errors.New("approval already decided")
+)
+
+// Rejection messages of the contract.
+const (
+	rejectedDefault    = "rejected by the approver"
+	rejectedNewMessage = "the user sent a new message instead"
+	rejectedExpired    = "expired"
+	codeRejected       = "rejected"
+)
+
+// newApprovalID returns "apr_" and 128 random bits in lowercase hex.
+func newApprovalID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return "apr_" + hex.EncodeToString(b[:])
+}
+
+// expire rejects a pending approval whose time is past.
+func (a *Approval) expire(now time.Time) {
+	if a.Status == ApprovalPending && a.ExpiresAt <= now.Unix() {
+		a.Status, a.Reason = ApprovalRejected, rejectedExpired
+	}
+}
+
+// decide applies d to the approval in list whose id is d.ID.
+func decide(list []Approval, d Decision, now time.Time) (*Approval, error) {
+	for i := range list {
+		a := &list[i]
+		if a.ID != d.ID {
+			continue
+		}
+		a.expire(now)
+		if a.Status != ApprovalPending {
+			return nil, fmt.Errorf("approval %s is %s: %w", d.ID, a.Status, ErrApprovalDecided)
+		}
+		a.Status, a.Reason, a.Remember = ApprovalRejected, d.Reason, d.Remember
+		if d.Approve {
+			a.Status = ApprovalApproved
+		}
+		return a, nil
+	}
+	return nil, fmt.Errorf("approval %s: %w", d.ID, ErrApprovalNotFound)
+}
+
+// PendingApprovals returns the session's approvals still waiting.
+func (s *Session) PendingApprovals() []Approval {
+	out := []Approval{}
+	now := time.Now()
+	for _, a := range s.Approvals {
+		a.expire(now)
+		if a.Status == ApprovalPending {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// DecideApproval records a decision on one approval of a session, under the
+// session's lock; it runs nothing (the session's next request resumes).
+// ErrApprovalNotFound when the session (of this principal) has no such
+// approval, ErrApprovalDecided when it was decided before.
+func (r *Runner) DecideApproval(ctx context.Context, key SessionKey, d Decision) (Approval, error) {
+	if r.opts.Store == nil {
+		return Approval{}, fmt.Errorf("approval %s: %w", d.ID, ErrApprovalNotFound)
+	}
+	sess, lease, err := r.acquire(ctx, key)
+	if err != nil {
+		return Approval{}, fmt.Errorf("acquire session: %w", err)
+	}
+	defer func() { _ = r.opts.Store.Release(context.WithoutCancel(ctx), key, lease) }()
+	list := cloneApprovals(sess.Approvals)
+	a, err := decide(list, d, time.Now())
+	if err != nil {
+		return Approval{}, err
+	}
+	w := Write{ActiveAgent: sess.ActiveAgent, Approvals: list, SetApprovals: true, Release: true}
+	if _, err := r.opts.Store.Save(ctx, key, lease, w); err != nil {
+		return Approval{}, fmt.Errorf("save decision: %w", err)
+	}
+	return *a, nil
+}
+
+func cloneApprovals(list []Approval) []Approval {
+	return append([]Approval(nil), list...)
+}
+
+// applyDecisions records a request's `approvals` on the run's approvals.
+func (rn *run) applyDecisions(ds []Decision) error {
+	now := time.Now()
+	for _, d := range ds {
+		if _, err := decide(rn.approvals, d, now); err != nil {
+			return err
+		}
+		rn.approvalsDirty = true
+	}
+	return nil
+}
+
+// openApprovals reports whether the session has approvals not yet used.
+func (rn *run) openApprovals() bool {
+	for _, a := range rn.approvals {
+		if !a.Used {
+			return true
+		}
+	}
+	return false
+}
+
+// moveOn answers the open calls of a paused turn when the request brings a
+// new message instead of the decisions: each is rejected (its approval
+// too), so that the transcript stays whole, and the run goes on with the
+// new message.
+func (rn *run) moveOn() {
+	ai := lastAssistant(rn.history)
+	if ai < 0 {
+		return
+	}
+	answered := map[string]bool{}
+	for _, m := range rn.history[ai+1:] {
+		if m.Role == RoleTool {
+			answered[m.ToolCallID] = true
+		}
+	}
+	var results []Message
+	for _, c := range rn.history[ai].ToolCalls {
+		if answered[c.ID] {
+			continue
+		}
+		msg := rejectedNewMessage
+		if a := rn.approvalFor(c.ID); a != nil {
+			if a.Status == ApprovalPending {
+				a.Status, a.Reason = ApprovalRejected, rejectedNewMessage
+			}
+			a.Used = true
+		} else if rn.classify(c).kind == callClient {
+			continue
+		}
+		results = append(results, toolResult(c.ID, toolError(codeRejected, msg)))
+	}
+	for i := range rn.approvals {
+		rn.approvals[i].Used = true
+	}
+	rn.approvalsDirty = true
+	rn.transcript = append(results, rn.transcript...)
+}
+
+// approvalFor returns the unused approval of a tool call id, or nil. The
+// caller holds apprMu or runs alone.
+func (rn *run) approvalFor(callID string) *Approval {
+	for i := range rn.approvals {
+		if a := &rn.approvals[i]; a.ToolCallID == callID && !a.Used {
+			return a
+		}
+	}
+	return nil
+}
