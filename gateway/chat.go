@@ -54,10 +54,13 @@ func newReplyMessage(m runtime.Message) replyMessage {
 	return out
 }
 
-// replyMetadata names the agent that answered and the session.
+// replyMetadata names the agent that answered and the session; a run that
+// paused for approvals adds them.
 type replyMetadata struct {
-	AgentName string `json:"agentName"`
-	SessionID string `json:"sessionId"`
+	AgentName string             `json:"agentName"`
+	SessionID string             `json:"sessionId"`
+	Event     string             `json:"event,omitempty"`
+	Approvals []runtime.Approval `json:"approvals,omitempty"`
 	// halt holds the members a halted run adds (haltMembers).
 	halt []byte
 }
@@ -89,7 +92,13 @@ func (s *Server) chatCompletions(c *gin.Context) {
 		s.abortRequest(c, g.Name, start, badRequest("", "invalid session id in %s: 1 to 128 of A-Z a-z 0-9 . _ : -", s.cfg.Server.SessionHeader))
 		return
 	}
+	if len(req.Messages) == 0 && sessionID == "" {
+		// Only a paused session's request may bring no message.
+		s.abortRequest(c, g.Name, start, badRequest("messages", "messages must hold at least one message"))
+		return
+	}
 	rreq := &runtime.Request{
+		Approvals:   req.decisions(),
 		Graph:       g,
 		Messages:    req.Messages,
 		ClientTools: req.clientTools(),
@@ -124,14 +133,22 @@ func (r *chatJSON) result(res *runtime.Result) *Error {
 	if r.sessionID != "" {
 		r.c.Header(r.s.cfg.Server.SessionHeader, r.sessionID)
 	}
+	meta := replyMetadata{AgentName: res.Agent, SessionID: r.sessionID, halt: haltMembers(res.Halt)}
+	msg := res.Message
+	if aps := pendingApprovals(res); aps != nil {
+		meta.Approvals = aps
+		if res.FinishReason != "tool_calls" {
+			meta.Event, msg.Content = runtime.SuspendApproval, approvalText(aps)
+		}
+	}
 	r.c.JSON(http.StatusOK, completion{
 		ID:       completionID(),
 		Object:   "chat.completion",
 		Created:  time.Now().Unix(),
 		Model:    r.graph.Name,
-		Choices:  []choice{{Message: newReplyMessage(res.Message), FinishReason: res.FinishReason}},
+		Choices:  []choice{{Message: newReplyMessage(msg), FinishReason: res.FinishReason}},
 		Usage:    res.Usage,
-		Metadata: replyMetadata{AgentName: res.Agent, SessionID: r.sessionID, halt: haltMembers(res.Halt)},
+		Metadata: meta,
 	})
 	return nil
 }

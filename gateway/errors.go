@@ -34,6 +34,8 @@ const (
 	codeMaxSteps         = "max_steps_exceeded"
 	codeBudgetExceeded   = "budget_exceeded"
 	codeGraphError       = "graph_error"
+	codeApprovalNotFound = "approval_not_found"
+	codeApprovalDecided  = "approval_decided"
 	codeUpstreamError    = "upstream_error"
 	codeStoreUnavailable = "store_unavailable"
 	codeUpstreamTimeout  = "upstream_timeout"
@@ -79,6 +81,10 @@ func fromRunError(err error) *Error {
 			e.Param = pe.Param
 		}
 		return e
+	case errors.Is(err, runtime.ErrApprovalNotFound):
+		return &Error{Status: http.StatusNotFound, Code: codeApprovalNotFound, Message: "no such approval in this session"}
+	case errors.Is(err, runtime.ErrApprovalDecided):
+		return &Error{Status: http.StatusConflict, Code: codeApprovalDecided, Message: "this approval was decided before"}
 	case errors.Is(err, runtime.ErrBusy), errors.Is(err, runtime.ErrLeaseLost):
 		return &Error{Status: http.StatusConflict, Code: codeSessionBusy, Message: "another run holds this session; retry when it has finished"}
 	case errors.Is(err, runtime.ErrMaxSteps):

@@ -35,8 +35,10 @@ func FuzzDecodeChatRequest(f *testing.F) {
 			}
 			return
 		}
-		if req.Model == "" || len(req.Messages) == 0 {
-			t.Fatalf("accepted a request without model or messages: %q", body)
+		// No messages is decoded: a paused session's request may carry
+		// none (docs/permissions.md); chatCompletions refuses it otherwise.
+		if req.Model == "" {
+			t.Fatalf("accepted a request without model: %q", body)
 		}
 		for i, m := range req.Messages {
 			if m.Handoff != nil {

@@ -28,6 +28,8 @@ type chatRequest struct {
 	Metadata map[string]json.RawMessage `json:"metadata"`
 	// ToolChoice is checked by the run, which knows the agent's tools.
 	ToolChoice json.RawMessage `json:"tool_choice"`
+	// Approvals decide pending approvals of the session (docs/permissions.md).
+	Approvals []approvalDecision `json:"approvals"`
 	runtime.Params
 }
 
@@ -74,6 +76,11 @@ func decodeChatRequest(body []byte) (*chatRequest, *Error) {
 	if e := checkMessages(req.Messages); e != nil {
 		return nil, e
 	}
+	for i, d := range req.Approvals {
+		if d.ID == "" || d.Approve == nil {
+			return nil, badRequest(fmt.Sprintf("approvals[%d]", i), "approvals[%d] needs an id and approve (true or false)", i)
+		}
+	}
 	for i, t := range req.Tools {
 		if t.Type != "function" || t.Function == nil || t.Function.Name == "" {
 			return nil, badRequest(fmt.Sprintf("tools[%d]", i), "tools[%d] must be a function tool with a name", i)
@@ -106,9 +113,6 @@ func jsonKind(t reflect.Type) string {
 // checkMessages validates the request's messages and clears any handoff
 // marker: markers are the gateway's own data, never the client's.
 func checkMessages(msgs []runtime.Message) *Error {
-	if len(msgs) == 0 {
-		return badRequest("messages", "messages must hold at least one message")
-	}
 	for i := range msgs {
 		m := &msgs[i]
 		m.Handoff = nil
@@ -185,4 +189,22 @@ func validSessionID(id string) bool {
 		}
 	}
 	return true
+}
+
+// approvalDecision is one item of a chat request's `approvals`, and the body
+// of POST /v1/sessions/{id}/approvals/{approvalId} (without its id).
+type approvalDecision struct {
+	ID       string `json:"id"`
+	Approve  *bool  `json:"approve"`
+	Reason   string `json:"reason"`
+	Remember bool   `json:"remember"`
+}
+
+// decisions returns the request's approvals for the runtime.
+func (req *chatRequest) decisions() []runtime.Decision {
+	var out []runtime.Decision
+	for _, d := range req.Approvals {
+		out = append(out, runtime.Decision{ID: d.ID, Approve: *d.Approve, Reason: d.Reason, Remember: d.Remember})
+	}
+	return out
 }

@@ -100,6 +100,7 @@ func New(opts Options) *Server {
 	v1.GET("/models/:id", s.getModel)
 	v1.GET("/sessions/:id", s.getSession)
 	v1.DELETE("/sessions/:id", s.deleteSession)
+	v1.POST("/sessions/:id/approvals/:approvalId", s.decideApproval)
 	v1.POST("/responses", s.admitRun, s.createResponse)
 	v1.GET("/responses/:id", s.getResponse)
 	v1.DELETE("/responses/:id", s.deleteResponse)

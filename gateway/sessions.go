@@ -15,6 +15,8 @@ type sessionView struct {
 	ActiveAgent string            `json:"activeAgent"`
 	Version     int64             `json:"version"`
 	Transcript  []runtime.Message `json:"transcript"`
+	// PendingApprovals are the approvals the session's run waits for.
+	PendingApprovals []runtime.Approval `json:"pendingApprovals"`
 }
 
 // sessionKey checks the path's session id and scopes it to the caller.
@@ -45,7 +47,7 @@ func (s *Server) getSession(c *gin.Context) {
 	if t == nil {
 		t = []runtime.Message{}
 	}
-	c.JSON(http.StatusOK, sessionView{ID: key.ID, ActiveAgent: sess.ActiveAgent, Version: sess.Version, Transcript: t})
+	c.JSON(http.StatusOK, sessionView{ID: key.ID, ActiveAgent: sess.ActiveAgent, Version: sess.Version, Transcript: t, PendingApprovals: sess.PendingApprovals()})
 }
 
 func (s *Server) deleteSession(c *gin.Context) {

@@ -50,6 +50,8 @@ type chunkMetadata struct {
 	Text       string `json:"text,omitempty"`
 	// halt holds the members a halted run adds (haltMembers).
 	halt []byte
+	// Approvals are the approvals a paused run waits for.
+	Approvals []runtime.Approval `json:"approvals,omitempty"`
 }
 
 // subagentEvent names a sub-agent event in a chunk's metadata.event.
@@ -125,6 +127,20 @@ func (w *sse) event(ev runtime.Event) {
 // asked for, and [DONE].
 func (w *sse) result(res *runtime.Result) *Error {
 	meta := chunkMetadata{AgentName: res.Agent, SessionID: w.sessionID, halt: haltMembers(res.Halt)}
+	if aps := pendingApprovals(res); aps != nil {
+		if res.FinishReason != "tool_calls" {
+			// The approval text is one chunk of its own, with the
+			// approvals; the finish chunk follows.
+			text := approvalText(aps)
+			d := chunkDelta{Content: &text}
+			if !w.sentRole {
+				d.Role, w.sentRole = "assistant", true
+			}
+			w.write(d, nil, chunkMetadata{AgentName: res.Agent, SessionID: w.sessionID, Event: runtime.SuspendApproval, Approvals: aps}, nil)
+		} else {
+			meta.Approvals = aps
+		}
+	}
 	d := chunkDelta{}
 	if !w.sentRole {
 		d.Role = "assistant"
@@ -233,6 +249,13 @@ func appendChunk(b []byte, id string, created int64, model string, d chunkDelta,
 		}
 	}
 	b = append(b, meta.halt...)
+	if meta.Approvals != nil {
+		raw, err := json.Marshal(meta.Approvals)
+		if err != nil {
+			return nil, err
+		}
+		b = append(append(b, `,"approvals":`...), raw...)
+	}
 	return append(b, "}}"...), nil
 }
 

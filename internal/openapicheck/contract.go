@@ -3,12 +3,13 @@ package openapicheck
 import "encoding/json"
 
 // contractMetadata lists the members of a chat completion's metadata that
-// the contract requires as objects where OpenAI's Metadata admits strings
-// only: metadata.guardrail of a run a guardrail stopped (README,
-// Guardrails). The deviation is the contract's; the gateway's own tests
+// the contract requires as objects or arrays where OpenAI's Metadata admits
+// strings only: metadata.guardrail of a run a guardrail stopped (README,
+// Guardrails), and metadata.approvals of a run paused for approvals
+// (docs/permissions.md). The deviation is the contract's; the gateway's own tests
 // check those members, and the rest of the reply is still judged by the
 // published schema.
-var contractMetadata = []string{"guardrail"}
+var contractMetadata = []string{"guardrail", "approvals"}
 
 // withoutContractMetadata returns body without the contractMetadata
 // members of its metadata, or body itself when it has none.
@@ -23,7 +24,7 @@ func withoutContractMetadata(body []byte) []byte {
 	}
 	changed := false
 	for _, k := range contractMetadata {
-		if v, ok := meta[k]; ok && len(v) > 0 && v[0] == '{' {
+		if v, ok := meta[k]; ok && len(v) > 0 && (v[0] == '{' || v[0] == '[') {
 			delete(meta, k)
 			changed = true
 		}

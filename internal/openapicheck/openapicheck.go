@@ -265,7 +265,7 @@ func (c *Checker) checkStream(body []byte) (int, error) {
 			kind = ErrorResponse
 		}
 		n++
-		if err := c.Validate(kind, []byte(data)); err != nil {
+		if err := c.Validate(kind, withoutContractMetadata([]byte(data))); err != nil {
 			return n, fmt.Errorf("stream event %d: %w", n, err)
 		}
 	}

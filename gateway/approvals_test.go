@@ -1,0 +1,351 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/switchboard-ai/switchboard/internal/fakeupstream"
+	"github.com/switchboard-ai/switchboard/internal/gwtest"
+)
+
+// gatedYAML is the desk with two keys and permission rules: the charges
+// tool and the refund handoff wait for a person, broken_tool is denied.
+func gatedYAML(storeURL string) string {
+	y := strings.Replace(deskYAML, "server:\n  listen: 127.0.0.1:0\n", authYAML, 1)
+	y = strings.Replace(y, "    max_steps: 6\n", `    max_steps: 6
+    permissions:
+      - {tool: escalate_refund, action: ask}
+      - {tool: "broken_*", action: deny}
+`, 1)
+	y = strings.Replace(y, "    tools: [lookup_charges, broken_tool]\n", `    tools: [lookup_charges, broken_tool]
+    permissions:
+      - {tool: lookup_charges, action: ask}
+`, 1)
+	if storeURL != "" {
+		y += "store: {url: \"" + storeURL + "\"}\n"
+	}
+	return y
+}
+
+func gatedDesk(t *testing.T, storeURL string, replies ...fakeupstream.Reply) (*gwtest.Gateway, *fakeupstream.Server, *toolServer) {
+	t.Helper()
+	fake := fakeupstream.New(t, replies...)
+	fake.SetStrict(true)
+	tools := newToolServer(t)
+	gw := gwtest.Start(t, gatedYAML(storeURL), map[string]string{"FAKE_URL": fake.URL, "TOOLS_URL": tools.URL})
+	return gw, fake, tools
+}
+
+type approvalBody struct {
+	ID         string          `json:"id"`
+	Tool       string          `json:"tool"`
+	Arguments  json.RawMessage `json:"arguments"`
+	Agent      string          `json:"agent"`
+	ToolCallID string          `json:"toolCallId"`
+	Status     string          `json:"status"`
+	ExpiresAt  int64           `json:"expiresAt"`
+}
+
+type pausedReply struct {
+	Choices []struct {
+		Message struct {
+			Content *string `json:"content"`
+		} `json:"message"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	Metadata struct {
+		AgentName string         `json:"agentName"`
+		SessionID string         `json:"sessionId"`
+		Event     string         `json:"event"`
+		Approvals []approvalBody `json:"approvals"`
+	} `json:"metadata"`
+}
+
+var approvalID = regexp.MustCompile(`^apr_[0-9a-f]{32}$`)
+
+func acme(id string) map[string]string {
+	return map[string]string{"X-Session-Id": id, "Authorization": "Bearer key-acme"}
+}
+
+func globex(id string) map[string]string {
+	return map[string]string{"X-Session-Id": id, "Authorization": "Bearer key-globex"}
+}
+
+// paused sends body and checks the approval_required reply.
+func paused(t *testing.T, gw *gwtest.Gateway, body any, header map[string]string, tool, args string) approvalBody {
+	t.Helper()
+	r := gw.Chat(body, header)
+	if r.Status != http.StatusOK {
+		t.Fatalf("%d %s", r.Status, r.Body)
+	}
+	var p pausedReply
+	r.Decode(t, &p)
+	if len(p.Choices) != 1 || p.Choices[0].FinishReason != "stop" || p.Metadata.Event != "approval_required" || len(p.Metadata.Approvals) != 1 {
+		t.Fatalf("not an approval_required reply: %s", r.Body)
+	}
+	a := p.Metadata.Approvals[0]
+	if want := "Approval required: " + tool + " " + args; p.Choices[0].Message.Content == nil || *p.Choices[0].Message.Content != want {
+		t.Errorf("content %v, want %q", p.Choices[0].Message.Content, want)
+	}
+	if !approvalID.MatchString(a.ID) || a.Tool != tool || string(a.Arguments) != args || a.Status != "pending" || a.ExpiresAt == 0 || a.ToolCallID == "" || a.Agent == "" {
+		t.Errorf("approval %+v", a)
+	}
+	return a
+}
+
+func decideOne(gw *gwtest.Gateway, id, apr string, header map[string]string, body any) *gwtest.Response {
+	return gw.Do(context.Background(), http.MethodPost, "/v1/sessions/"+id+"/approvals/"+apr, body, header)
+}
+
+func emptyTurn() map[string]any {
+	return map[string]any{"model": "support", "messages": []any{}}
+}
+
+// ask pauses the run; the approval is decided through its endpoint (a
+// second decision is 409, another principal gets 404), and the next
+// request, with no new message, runs the tool and goes on.
+func TestApprovalApproveResumes(t *testing.T) {
+	stores(t, func(t *testing.T, storeURL string) {
+		gw, fake, tools := gatedDesk(t, storeURL,
+			fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("c1", "transfer_to_billing", `{}`)}},
+			fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("l1", "lookup_charges", `{}`)}},
+			fakeupstream.Reply{Text: "You were charged twice."},
+		)
+		id := newSessionID(t)
+		a := paused(t, gw, gwtest.User("support", "why two charges?"), acme(id), "lookup_charges", `{}`)
+		if len(tools.got("/charges")) != 0 {
+			t.Fatal("the tool ran before it was approved")
+		}
+		var s struct {
+			PendingApprovals []approvalBody `json:"pendingApprovals"`
+			Transcript       []struct {
+				Content any `json:"content"`
+			} `json:"transcript"`
+		}
+		gw.Do(context.Background(), http.MethodGet, "/v1/sessions/"+id, nil, acme(id)).Decode(t, &s)
+		if len(s.PendingApprovals) != 1 || s.PendingApprovals[0].ID != a.ID {
+			t.Fatalf("pendingApprovals %+v", s.PendingApprovals)
+		}
+		for _, m := range s.Transcript {
+			if c, _ := m.Content.(string); strings.HasPrefix(c, "Approval required") {
+				t.Errorf("the approval message was stored: %q", c)
+			}
+		}
+		if r := decideOne(gw, id, a.ID, globex(id), map[string]any{"approve": true}); r.Status != http.StatusNotFound || r.ErrorCode(t) != "approval_not_found" {
+			t.Fatalf("another principal: %d %s", r.Status, r.Body)
+		}
+		if r := decideOne(gw, id, "apr_00000000000000000000000000000000", acme(id), map[string]any{"approve": true}); r.Status != http.StatusNotFound {
+			t.Fatalf("unknown approval: %d %s", r.Status, r.Body)
+		}
+		if r := decideOne(gw, id, a.ID, acme(id), map[string]any{"approve": "yes"}); r.Status != http.StatusBadRequest {
+			t.Fatalf("malformed decision: %d %s", r.Status, r.Body)
+		}
+		r := decideOne(gw, id, a.ID, acme(id), map[string]any{"approve": true})
+		var got approvalBody
+		if r.Status != http.StatusOK {
+			t.Fatalf("decide: %d %s", r.Status, r.Body)
+		}
+		r.Decode(t, &got)
+		if got.ID != a.ID || got.Status != "approved" {
+			t.Fatalf("decided approval %+v", got)
+		}
+		if r := decideOne(gw, id, a.ID, acme(id), map[string]any{"approve": false}); r.Status != http.StatusConflict || r.ErrorCode(t) != "approval_decided" {
+			t.Fatalf("second decision: %d %s", r.Status, r.Body)
+		}
+		c := completion(t, gw, emptyTurn(), acme(id))
+		if c.Text() != "You were charged twice." || c.Metadata.AgentName != "billing" {
+			t.Fatalf("resumed: %q by %q", c.Text(), c.Metadata.AgentName)
+		}
+		if n := len(tools.got("/charges")); n != 1 {
+			t.Fatalf("the tool ran %d times, want 1", n)
+		}
+		reqs := fake.Requests()
+		if len(reqs) != 3 || !strings.Contains(toolResults(reqs[2])["l1"], "ch_1") {
+			t.Fatalf("%d upstream requests; last results %v", len(reqs), toolResults(reqs[len(reqs)-1]))
+		}
+		for _, m := range reqs[2].Parsed.Messages {
+			if strings.Contains(m.Text(), "Approval required") {
+				t.Error("the approval message reached a provider")
+			}
+		}
+		gw.Do(context.Background(), http.MethodGet, "/v1/sessions/"+id, nil, acme(id)).Decode(t, &s)
+		if len(s.PendingApprovals) != 0 {
+			t.Errorf("pendingApprovals after the run: %+v", s.PendingApprovals)
+		}
+	})
+}
+
+// A rejection decided in the next chat request's `approvals` reaches the
+// model as the call's result, and the tool never runs.
+func TestApprovalRejectInBody(t *testing.T) {
+	stores(t, func(t *testing.T, storeURL string) {
+		gw, fake, tools := gatedDesk(t, storeURL,
+			fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("c1", "transfer_to_billing", `{}`)}},
+			fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("l1", "lookup_charges", `{}`)}},
+			fakeupstream.Reply{Text: "I may not look."},
+			fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("l2", "lookup_charges", `{}`)}},
+			fakeupstream.Reply{Text: "Not looked either."},
+		)
+		id := newSessionID(t)
+		a := paused(t, gw, gwtest.User("support", "charges?"), acme(id), "lookup_charges", `{}`)
+		body := emptyTurn()
+		body["approvals"] = []any{map[string]any{"id": a.ID, "approve": false, "reason": "not today"}}
+		if c := completion(t, gw, body, acme(id)); c.Text() != "I may not look." {
+			t.Fatalf("%q", c.Text())
+		}
+		res := toolResults(fake.Requests()[2])["l1"]
+		if errorCode(t, res) != "rejected" || !strings.Contains(res, "not today") {
+			t.Errorf("rejected result %q", res)
+		}
+		// Without a reason the message is the default one.
+		b := paused(t, gw, gwtest.User("support", "and now?"), acme(id), "lookup_charges", `{}`)
+		body["approvals"] = []any{map[string]any{"id": b.ID, "approve": false}}
+		completion(t, gw, body, acme(id))
+		if res := toolResults(fake.Requests()[4])["l2"]; !strings.Contains(res, "rejected by the approver") {
+			t.Errorf("rejected result %q", res)
+		}
+		if len(tools.got("/charges")) != 0 {
+			t.Error("a rejected tool ran")
+		}
+		// Deciding it again in a body is 409.
+		if r := gw.Chat(body, acme(id)); r.Status != http.StatusConflict {
+			t.Errorf("decided twice in a body: %d %s", r.Status, r.Body)
+		}
+	})
+}
+
+// deny answers the call with a denied result without running it; ask
+// without a session is denied too.
+func TestPermissionDenyAndStatelessAsk(t *testing.T) {
+	gw, fake, tools := gatedDesk(t, "",
+		fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("c1", "transfer_to_billing", `{}`)}},
+		fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("b1", "broken_tool", `{}`), toolCall("l1", "lookup_charges", `{}`)}},
+		fakeupstream.Reply{Text: "done"},
+	)
+	c := completion(t, gw, gwtest.User("support", "x"), map[string]string{"Authorization": "Bearer key-acme"})
+	if c.Text() != "done" {
+		t.Fatalf("%q", c.Text())
+	}
+	results := toolResults(fake.Requests()[2])
+	if errorCode(t, results["b1"]) != "denied" {
+		t.Errorf("denied tool result %q", results["b1"])
+	}
+	if errorCode(t, results["l1"]) != "denied" || !strings.Contains(results["l1"], "approval requires a session") {
+		t.Errorf("stateless ask result %q", results["l1"])
+	}
+	if len(tools.got("/broken")) != 0 || len(tools.got("/charges")) != 0 {
+		t.Error("a denied tool ran")
+	}
+}
+
+// A handoff behind ask waits for its approval; approved, it happens at the
+// next request.
+func TestApprovalGatesHandoff(t *testing.T) {
+	stores(t, func(t *testing.T, storeURL string) {
+		gw, fake, _ := gatedDesk(t, storeURL,
+			fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("r1", "escalate_refund", `{"orderId":"o-7"}`)}},
+			fakeupstream.Reply{Text: "Refund on its way."},
+		)
+		id := newSessionID(t)
+		a := paused(t, gw, gwtest.User("support", "refund o-7"), acme(id), "escalate_refund", `{"orderId":"o-7"}`)
+		if a.Agent != "triage" {
+			t.Errorf("agent %q", a.Agent)
+		}
+		if r := decideOne(gw, id, a.ID, acme(id), map[string]any{"approve": true}); r.Status != http.StatusOK {
+			t.Fatalf("%d %s", r.Status, r.Body)
+		}
+		c := completion(t, gw, emptyTurn(), acme(id))
+		if c.Metadata.AgentName != "refunds" || c.Text() != "Refund on its way." {
+			t.Fatalf("%q by %q", c.Text(), c.Metadata.AgentName)
+		}
+		if m := fake.Requests()[1].Parsed.Model; m != "refunds-model" {
+			t.Errorf("model %q", m)
+		}
+	})
+}
+
+// A new user message while approvals are pending rejects them, and the run
+// goes on with it; streamed, the pause is one chunk with the approvals.
+func TestApprovalNewMessageRejectsStreamed(t *testing.T) {
+	gw, fake, tools := gatedDesk(t, "memory://",
+		fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("c1", "transfer_to_billing", `{}`)}},
+		fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("l1", "lookup_charges", `{}`)}},
+		fakeupstream.Reply{Text: "Fine, something else."},
+	)
+	id := newSessionID(t)
+	body := gwtest.User("support", "charges?")
+	body["stream"] = true
+	r := gw.Chat(body, acme(id))
+	data := gwtest.SSE(t, r.Body)
+	if len(data) < 3 || data[len(data)-1] != "[DONE]" {
+		t.Fatalf("stream %s", r.Body)
+	}
+	type chunk struct {
+		Choices []struct {
+			Delta struct {
+				Content *string `json:"content"`
+			} `json:"delta"`
+			FinishReason *string `json:"finish_reason"`
+		} `json:"choices"`
+		Metadata struct {
+			Event     string         `json:"event"`
+			Approvals []approvalBody `json:"approvals"`
+		} `json:"metadata"`
+	}
+	var text, finish string
+	var aps []approvalBody
+	for _, d := range data[:len(data)-1] {
+		var c chunk
+		if err := json.Unmarshal([]byte(d), &c); err != nil {
+			t.Fatal(err)
+		}
+		if c.Metadata.Event == "approval_required" {
+			aps = c.Metadata.Approvals
+			text = *c.Choices[0].Delta.Content
+		}
+		if len(c.Choices) > 0 && c.Choices[0].FinishReason != nil {
+			finish = *c.Choices[0].FinishReason
+		}
+	}
+	if text != "Approval required: lookup_charges {}" || finish != "stop" || len(aps) != 1 {
+		t.Fatalf("text %q finish %q approvals %+v", text, finish, aps)
+	}
+	c := completion(t, gw, gwtest.User("support", "never mind"), acme(id))
+	if c.Text() != "Fine, something else." {
+		t.Fatalf("%q", c.Text())
+	}
+	res := toolResults(fake.Requests()[2])["l1"]
+	if errorCode(t, res) != "rejected" || !strings.Contains(res, "the user sent a new message instead") {
+		t.Errorf("result %q", res)
+	}
+	if len(tools.got("/charges")) != 0 {
+		t.Error("the rejected tool ran")
+	}
+	if r := decideOne(gw, id, aps[0].ID, acme(id), map[string]any{"approve": true}); r.Status != http.StatusConflict {
+		t.Errorf("deciding a rejected approval: %d %s", r.Status, r.Body)
+	}
+}
+
+// Only a paused session's request may carry no message.
+func TestEmptyMessagesOnlyWhenPaused(t *testing.T) {
+	gw, _, _ := gatedDesk(t, "memory://")
+	if r := gw.Chat(emptyTurn(), map[string]string{"Authorization": "Bearer key-acme"}); r.Status != http.StatusBadRequest {
+		t.Errorf("stateless: %d %s", r.Status, r.Body)
+	}
+	if r := gw.Chat(emptyTurn(), acme(newSessionID(t))); r.Status != http.StatusBadRequest {
+		t.Errorf("a session with nothing pending: %d %s", r.Status, r.Body)
+	}
+	body := emptyTurn()
+	body["approvals"] = []any{map[string]any{"id": "apr_1"}}
+	if r := gw.Chat(body, acme(newSessionID(t))); r.Status != http.StatusBadRequest {
+		t.Errorf("a decision without approve: %d %s", r.Status, r.Body)
+	}
+	body["approvals"] = []any{map[string]any{"id": "apr_1", "approve": true}}
+	if r := gw.Chat(body, acme(newSessionID(t))); r.Status != http.StatusNotFound || r.ErrorCode(t) != "approval_not_found" {
+		t.Errorf("an unknown approval in a body: %d %s", r.Status, r.Body)
+	}
+}
