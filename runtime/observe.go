@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -73,6 +74,14 @@ func (o *observer) InterceptModel(next ModelFunc) ModelFunc {
 		resp, err := next(ctx, call)
 		d := time.Since(start).Seconds()
 		if err != nil {
+			// An interceptor's Halt (a guardrail that tripped) is no
+			// failure of the provider's.
+			if h := (*Halt)(nil); errors.As(err, &h) {
+				o.metrics.ModelCall(ref.Provider, ref.Model, d, Usage{}, false)
+				span.SetAttributes(genai.ResponseFinishReasons.StringSlice([]string{h.FinishReason}))
+				span.End()
+				return nil, err
+			}
 			o.metrics.ModelCall(ref.Provider, ref.Model, d, Usage{}, true)
 			endSpan(span, err)
 			return nil, err
