@@ -112,18 +112,7 @@ func describeCondition(c *Condition) string {
 // agentsInOrder lists a graph's agents and the sub-agents they ask, the
 // lead first and the others sorted by name, so that printouts are stable.
 func agentsInOrder(g *Graph) []*Agent {
-	all := maps.Clone(g.Agents)
-	queue := slices.Collect(maps.Values(g.Agents))
-	for len(queue) > 0 {
-		a := queue[0]
-		queue = queue[1:]
-		for _, t := range a.Subagents {
-			if s := t.Agent.Agent; all[s.Name] == nil {
-				all[s.Name] = s
-				queue = append(queue, s)
-			}
-		}
-	}
+	all := withSubagents(g)
 	out := []*Agent{g.Lead}
 	for _, name := range slices.Sorted(maps.Keys(all)) {
 		if a := all[name]; a != g.Lead {

@@ -199,8 +199,9 @@ func compileGraphMemory(raw map[string]rawGraph, graphs map[string]*Graph, slots
 			g.Memory = append(g.Memory, s)
 			g.MemoryTools = append(g.MemoryTools, memoryTools(s)...)
 		}
-		for _, an := range slices.Sorted(maps.Keys(g.Agents)) {
-			a := g.Agents[an]
+		agents := withSubagents(g) // sub-agents run in the graph too
+		for _, an := range slices.Sorted(maps.Keys(agents)) {
+			a := agents[an]
 			for _, s := range g.Memory {
 				for _, tool := range []string{s.RememberTool(), s.RecallTool()} {
 					if agentUses(a, tool) {

@@ -142,6 +142,25 @@ func subagentPath(a, target *Agent, seen map[*Agent]bool) []string {
 	return nil
 }
 
+// withSubagents returns the graph's agents and every agent they ask as a
+// sub-agent, directly or not, keyed by name: every agent that can run in
+// the graph.
+func withSubagents(g *Graph) map[string]*Agent {
+	all := maps.Clone(g.Agents)
+	queue := slices.Collect(maps.Values(g.Agents))
+	for len(queue) > 0 {
+		a := queue[0]
+		queue = queue[1:]
+		for _, t := range a.Subagents {
+			if s := t.Agent.Agent; all[s.Name] == nil {
+				all[s.Name] = s
+				queue = append(queue, s)
+			}
+		}
+	}
+	return all
+}
+
 // TaskMessage returns the sub-agent's one user message for a call with
 // args (already validated): the task, or the arguments as JSON.
 func (t *AgentTool) TaskMessage(args json.RawMessage) string {

@@ -62,6 +62,19 @@ graphs: {g: {lead: a}}`,
 			},
 		},
 		{
+			name: "a sub-agent's tool named like a memory tool",
+			yml: `
+tools:
+  remember_notes: {http: {url: "http://127.0.0.1:7000/t"}}
+memory:
+  notes: {}
+agents:
+  lead: {model: openai/m, subagents: [helper]}
+  helper: {model: openai/m, description: Helps, tools: [remember_notes]}
+graphs: {g: {lead: lead, memory: [notes]}}`,
+			want: []string{`config invalid: graph "g": memory slot "notes": agent "helper" already has a tool or handoff named "remember_notes"`},
+		},
+		{
 			name: "bad settings and budget",
 			yml: `
 agents:
