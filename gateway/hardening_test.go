@@ -440,3 +440,27 @@ func waitRequest(t *testing.T, fake *fakeupstream.Server, n int) fakeupstream.Re
 	}
 	return reqs[n-1]
 }
+
+func TestSamplingParamsTakeAnyJSONNumber(t *testing.T) {
+	gw, fake := hardGateway(t, hardYAML)
+	fake.SetFallback(func(fakeupstream.Request) fakeupstream.Reply { return fakeupstream.Reply{Text: "ok"} })
+	r := gw.Chat(`{"model":"chat","messages":[{"role":"user","content":"hi"}],"max_tokens":1e3,"seed":7.0,"temperature":1e39,"top_p":0.5e0}`, nil)
+	if r.Status != http.StatusOK {
+		t.Fatalf("%d %s", r.Status, r.Body)
+	}
+	got := fake.Requests()[0].Parsed
+	if got.MaxTokens == nil || *got.MaxTokens != 1000 || got.Seed == nil || *got.Seed != 7 ||
+		got.Temperature == nil || *got.Temperature != 1e39 || got.TopP == nil || *got.TopP != 0.5 {
+		t.Errorf("sent to the provider: %s", fake.Requests()[0].Body)
+	}
+	for body, want := range map[string]string{
+		`"max_tokens":1.5`:   "max_tokens must be a number, not a JSON number with a fraction",
+		`"max_tokens":"ten"`: "max_tokens must be a number, not a JSON string",
+		`"seed":1e30`:        "seed must be a number, not a JSON number out of range",
+	} {
+		r := gw.Chat(`{"model":"chat","messages":[{"role":"user","content":"hi"}],`+body+`}`, nil)
+		if r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), want) {
+			t.Errorf("%s: %d %s, want 400 saying %q", body, r.Status, r.Body, want)
+		}
+	}
+}

@@ -25,9 +25,9 @@ type responsesRequest struct {
 	Stream            bool                       `json:"stream"`
 	Tools             []responsesTool            `json:"tools"`
 	Metadata          map[string]json.RawMessage `json:"metadata"`
-	Temperature       *float32                   `json:"temperature"`
-	TopP              *float32                   `json:"top_p"`
-	MaxOutputTokens   *int                       `json:"max_output_tokens"`
+	Temperature       *float64                   `json:"temperature"`
+	TopP              *float64                   `json:"top_p"`
+	MaxOutputTokens   *runtime.IntParam          `json:"max_output_tokens"`
 	ParallelToolCalls *bool                      `json:"parallel_tool_calls"`
 	Include           []string                   `json:"include"`
 	// ToolChoice is Responses-shaped: "auto", {"type": "function", "name"},

@@ -3,6 +3,8 @@ package gateway
 import (
 	"crypto/rand"
 	"encoding/hex"
+
+	"github.com/switchboard-ai/switchboard/runtime"
 )
 
 // The Responses API's objects, as OpenAI's `Response` and the Open
@@ -28,14 +30,14 @@ type responseObject struct {
 	Truncation        string            `json:"truncation"`
 	ParallelToolCalls bool              `json:"parallel_tool_calls"`
 	Text              responseText      `json:"text"`
-	Temperature       float32           `json:"temperature"`
-	TopP              float32           `json:"top_p"`
+	Temperature       float64           `json:"temperature"`
+	TopP              float64           `json:"top_p"`
 	PresencePenalty   float32           `json:"presence_penalty"`
 	FrequencyPenalty  float32           `json:"frequency_penalty"`
 	TopLogprobs       int               `json:"top_logprobs"`
 	Reasoning         *struct{}         `json:"reasoning"`
 	Usage             *responseUsage    `json:"usage"`
-	MaxOutputTokens   *int              `json:"max_output_tokens"`
+	MaxOutputTokens   *runtime.IntParam `json:"max_output_tokens"`
 	MaxToolCalls      *int              `json:"max_tool_calls"`
 	Store             bool              `json:"store"`
 	Background        bool              `json:"background"`

@@ -192,11 +192,11 @@ func TestSplicedBodyMatchesGoOpenAI(t *testing.T) {
 			{Role: "user", Parts: json.RawMessage(`[]`)},
 		}},
 		{name: "params patch fields", msgs: []runtime.Message{{Role: "user", Content: "<hi>"}}, edit: func(r *runtime.ChatRequest) {
-			r.Params = &runtime.Params{Temperature: ptr[float32](0), TopP: ptr[float32](0), Seed: ptr(3),
+			r.Params = &runtime.Params{Temperature: ptr[float64](0), TopP: ptr[float64](0), Seed: ptr(runtime.IntParam(3)),
 				ResponseFormat: json.RawMessage(`{"type":"json_schema","json_schema":{"name":"x <y>","schema":{"type":"object"}}}`)}
 		}},
 		{name: "params without patch", msgs: []runtime.Message{{Role: "user", Content: "hi"}}, edit: func(r *runtime.ChatRequest) {
-			r.Params = &runtime.Params{Temperature: ptr[float32](0.7), MaxTokens: ptr(9), Stop: []string{"<END>"}, User: "u&1"}
+			r.Params = &runtime.Params{MaxTokens: ptr(runtime.IntParam(9)), Stop: []string{"<END>"}, User: "u&1"}
 		}},
 		{name: "tools and stream", msgs: []runtime.Message{{Role: "user", Content: "hi"}}, edit: func(r *runtime.ChatRequest) {
 			r.Stream = true

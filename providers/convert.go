@@ -3,6 +3,7 @@ package providers
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"strings"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -57,34 +58,31 @@ func toOpenAI(req *runtime.ChatRequest) (openai.ChatCompletionRequest, *bodyPatc
 // sets is one go-openai omits (a zero float, or a field left unset), so the
 // patch adds the key and never repeats one.
 func applyParams(out *openai.ChatCompletionRequest, p *runtime.Params, hasTools bool, patch *bodyPatch) {
-	// go-openai drops zero floats (omitempty), so temperature 0 (greedy)
-	// and top_p 0 go through the patch.
-	if p.Temperature != nil {
-		out.Temperature = *p.Temperature
-		if *p.Temperature == 0 {
-			patch.setField("temperature", json.RawMessage("0"))
-		}
-	}
-	if p.TopP != nil {
-		out.TopP = *p.TopP
-		if *p.TopP == 0 {
-			patch.setField("top_p", json.RawMessage("0"))
+	// Floats go through the patch as the float64 the client sent: go-openai
+	// holds them as float32 (1e39 would be +Inf, which JSON cannot say)
+	// and drops zeros (temperature 0 is greedy, not unset).
+	for _, f := range []struct {
+		key string
+		v   *float64
+	}{
+		{"temperature", p.Temperature}, {"top_p", p.TopP},
+		{"presence_penalty", p.PresencePenalty}, {"frequency_penalty", p.FrequencyPenalty},
+	} {
+		if f.v != nil {
+			patch.setField(f.key, json.RawMessage(strconv.FormatFloat(*f.v, 'g', -1, 64)))
 		}
 	}
 	if p.MaxTokens != nil {
-		out.MaxTokens = *p.MaxTokens
+		out.MaxTokens = int(*p.MaxTokens)
 	}
 	if p.MaxCompletionTokens != nil {
-		out.MaxCompletionTokens = *p.MaxCompletionTokens
+		out.MaxCompletionTokens = int(*p.MaxCompletionTokens)
 	}
-	if p.PresencePenalty != nil {
-		out.PresencePenalty = *p.PresencePenalty
-	}
-	if p.FrequencyPenalty != nil {
-		out.FrequencyPenalty = *p.FrequencyPenalty
+	if p.Seed != nil {
+		seed := int(*p.Seed)
+		out.Seed = &seed
 	}
 	out.Stop = p.Stop
-	out.Seed = p.Seed
 	out.User = p.User
 	out.ReasoningEffort = p.ReasoningEffort
 	if p.ParallelToolCalls != nil && hasTools {

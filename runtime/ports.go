@@ -27,14 +27,14 @@ type ToolDef struct {
 // of the run. Nil fields are not sent. (tool_choice is not one of them: the
 // run sets ChatRequest.ToolChoice per call.)
 type Params struct {
-	Temperature         *float32        `json:"temperature,omitempty"`
-	TopP                *float32        `json:"top_p,omitempty"`
-	MaxTokens           *int            `json:"max_tokens,omitempty"`
-	MaxCompletionTokens *int            `json:"max_completion_tokens,omitempty"`
+	Temperature         *float64        `json:"temperature,omitempty"`
+	TopP                *float64        `json:"top_p,omitempty"`
+	MaxTokens           *IntParam       `json:"max_tokens,omitempty"`
+	MaxCompletionTokens *IntParam       `json:"max_completion_tokens,omitempty"`
 	Stop                StopSequences   `json:"stop,omitempty"`
-	Seed                *int            `json:"seed,omitempty"`
-	PresencePenalty     *float32        `json:"presence_penalty,omitempty"`
-	FrequencyPenalty    *float32        `json:"frequency_penalty,omitempty"`
+	Seed                *IntParam       `json:"seed,omitempty"`
+	PresencePenalty     *float64        `json:"presence_penalty,omitempty"`
+	FrequencyPenalty    *float64        `json:"frequency_penalty,omitempty"`
 	User                string          `json:"user,omitempty"`
 	ParallelToolCalls   *bool           `json:"parallel_tool_calls,omitempty"`
 	ResponseFormat      json.RawMessage `json:"response_format,omitempty"`

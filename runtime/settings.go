@@ -1,6 +1,10 @@
 package runtime
 
-import "github.com/switchboard-ai/switchboard/graphs"
+import (
+	"strconv"
+
+	"github.com/switchboard-ai/switchboard/graphs"
+)
 
 // paramsFor returns the parameters of a model call of agent a: the agent's
 // model_settings over the client's parameters (CONTRACT §8), which fill in
@@ -14,14 +18,14 @@ func paramsFor(a *graphs.Agent, client *Params) *Params {
 	if client != nil {
 		p = *client
 	}
-	setIf(&p.Temperature, s.Temperature)
-	setIf(&p.TopP, s.TopP)
-	setIf(&p.MaxTokens, s.MaxTokens)
-	setIf(&p.MaxCompletionTokens, s.MaxCompletionTokens)
-	setIf(&p.Seed, s.Seed)
+	setFloat(&p.Temperature, s.Temperature)
+	setFloat(&p.TopP, s.TopP)
+	setAs(&p.MaxTokens, s.MaxTokens)
+	setAs(&p.MaxCompletionTokens, s.MaxCompletionTokens)
+	setAs(&p.Seed, s.Seed)
 	setIf(&p.ParallelToolCalls, s.ParallelToolCalls)
-	setIf(&p.PresencePenalty, s.PresencePenalty)
-	setIf(&p.FrequencyPenalty, s.FrequencyPenalty)
+	setFloat(&p.PresencePenalty, s.PresencePenalty)
+	setFloat(&p.FrequencyPenalty, s.FrequencyPenalty)
 	if s.ReasoningEffort != "" {
 		p.ReasoningEffort = s.ReasoningEffort
 	}
@@ -35,6 +39,23 @@ func paramsFor(a *graphs.Agent, client *Params) *Params {
 func setIf[T any](dst **T, v *T) {
 	if v != nil {
 		*dst = v
+	}
+}
+
+// setAs sets *dst to v as an IntParam when v is set.
+func setAs(dst **IntParam, v *int) {
+	if v != nil {
+		d := IntParam(*v)
+		*dst = &d
+	}
+}
+
+// setFloat sets *dst to v when v is set, as the float64 of the decimal v
+// was written as (0.2, not the float32's 0.20000000298023224).
+func setFloat(dst **float64, v *float32) {
+	if v != nil {
+		d, _ := strconv.ParseFloat(strconv.FormatFloat(float64(*v), 'g', -1, 32), 64)
+		*dst = &d
 	}
 }
 

@@ -89,16 +89,19 @@ func TestDrainRefusesNewRunsWhileOpenOnesFinish(t *testing.T) {
 		t.Fatal(err)
 	}
 	sigterm()
-	// Draining starts at once; a new run is refused while the open one is
-	// still waiting on its provider.
-	var status int
-	var body string
+	// Draining starts at once (SIGTERM is handled on its own goroutine, so
+	// wait for /readyz to say so); a new run is then refused while the open
+	// one is still waiting on its provider.
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		var err error
-		if status, body, err = post(url, "a new run"); err == nil && status != http.StatusOK {
-			break
+		resp, err := http.Get(url + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusServiceUnavailable {
+				break
+			}
 		}
 	}
+	status, body, _ := post(url, "a new run")
 	if status != http.StatusServiceUnavailable || !strings.Contains(body, `"code":"draining"`) {
 		t.Errorf("a new run while draining: %d %s", status, body)
 	}
