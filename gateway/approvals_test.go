@@ -349,3 +349,34 @@ func TestEmptyMessagesOnlyWhenPaused(t *testing.T) {
 		t.Errorf("an unknown approval in a body: %d %s", r.Status, r.Body)
 	}
 }
+
+// remember: true approves the agent's later calls of the tool without
+// asking, until a handoff.
+func TestApprovalRemember(t *testing.T) {
+	stores(t, func(t *testing.T, storeURL string) {
+		gw, _, tools := gatedDesk(t, storeURL,
+			fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("c1", "transfer_to_billing", `{}`)}},
+			fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("l1", "lookup_charges", `{}`)}},
+			fakeupstream.Reply{Text: "Two charges."},
+			fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("l2", "lookup_charges", `{}`)}},
+			fakeupstream.Reply{Text: "Still two."},
+			fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("t1", "transfer_to_triage", `{}`)}},
+			fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("c2", "transfer_to_billing", `{}`)}},
+			fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("l3", "lookup_charges", `{}`)}},
+		)
+		id := newSessionID(t)
+		a := paused(t, gw, gwtest.User("support", "charges?"), acme(id), "lookup_charges", `{}`)
+		if r := decideOne(gw, id, a.ID, acme(id), map[string]any{"approve": true, "remember": true}); r.Status != http.StatusOK {
+			t.Fatalf("%d %s", r.Status, r.Body)
+		}
+		completion(t, gw, emptyTurn(), acme(id))
+		if c := completion(t, gw, gwtest.User("support", "again?"), acme(id)); c.Text() != "Still two." {
+			t.Fatalf("a remembered approval asked again: %q", c.Text())
+		}
+		if n := len(tools.got("/charges")); n != 2 {
+			t.Fatalf("the tool ran %d times, want 2", n)
+		}
+		// Away to triage and back: the remembered approval is gone.
+		paused(t, gw, gwtest.User("support", "start over"), acme(id), "lookup_charges", `{}`)
+	})
+}

@@ -36,8 +36,8 @@ type Approval struct {
 	Status     string          `json:"status"`
 	ExpiresAt  int64           `json:"expiresAt"`
 	Reason     string          `json:"reason,omitempty"`
-	// Remember approves later calls of the tool by the agent (not yet
-	// honoured by the gate; recorded as decided).
+	// Remember approves later calls of the tool by the agent in this
+	// session without asking, until the next handoff clears it.
 	Remember bool `json:"remember,omitempty"`
 	// Used is set once the decision answered its call: a later call that
 	// reuses the tool call id is a new call.

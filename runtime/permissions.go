@@ -61,6 +61,9 @@ func (permissionGate) InterceptTool(next ToolFunc) ToolFunc {
 			if rn.saver == nil {
 				return ToolError(codeDenied, "approval requires a session"), nil
 			}
+			if rn.remembered(inv.Agent.Name, name) {
+				return next(ctx, inv)
+			}
 			return rn.ask(inv), nil
 		}
 		return next(ctx, inv)
@@ -99,4 +102,30 @@ func (rn *run) ask(inv *ToolInvocation) ToolResult {
 	rn.approvalsDirty = true
 	rn.apprMu.Unlock()
 	return ToolResult{Suspend: SuspendApproval, Data: a}
+}
+
+// remembered reports whether an approval with remember approved calls of
+// tool by agent since the session's last handoff.
+func (rn *run) remembered(agent, tool string) bool {
+	rn.apprMu.Lock()
+	defer rn.apprMu.Unlock()
+	for _, a := range rn.approvals {
+		if a.Remember && a.Status == ApprovalApproved && a.Agent == agent && a.Tool == tool {
+			return true
+		}
+	}
+	return false
+}
+
+// forgetRemembered drops every remembered approval: a handoff moved the
+// session to another agent.
+func (rn *run) forgetRemembered() {
+	rn.apprMu.Lock()
+	defer rn.apprMu.Unlock()
+	for i := range rn.approvals {
+		if rn.approvals[i].Remember {
+			rn.approvals[i].Remember = false
+			rn.approvalsDirty = true
+		}
+	}
 }

@@ -148,6 +148,7 @@ func (rn *run) turn(ctx context.Context, calls []ToolCall) (turnOutcome, error) 
 		if err := rn.acceptHandoff(ctx, &accepted.inv); err != nil {
 			return out, err
 		}
+		rn.forgetRemembered()
 		out.handoff = accepted.inv.Handoff
 	}
 	return out, nil
