@@ -56,7 +56,10 @@ func (r *streamReport) markdown() string {
 	for _, n := range r.o.ns {
 		for _, t := range r.streamTargets(n) {
 			mark := "yes"
-			if !t.ok {
+			switch {
+			case t.unjudged != "":
+				mark = t.unjudged
+			case !t.ok:
 				mark = "**no**"
 			}
 			w("| %d | %s | %s | %s | %s | %s |\n", n, t.name, t.measured, t.proxy, t.limit, mark)
@@ -69,26 +72,37 @@ func (r *streamReport) markdown() string {
 type streamTarget struct {
 	name, measured, proxy, limit string
 	ok                           bool
+	// unjudged says why the target is not judged: a comparison of memory,
+	// CPU or latency per stream means nothing unless both targets held
+	// every stream open at once.
+	unjudged string
 }
 
 // streamTargets checks the targets at n streams: the gateway's
 // stateless row against the proxy's.
-func (r *streamReport) streamTargets(n int) []streamTarget {
+func (r *streamReport) streamTargets(n int) (out []streamTarget) {
 	gw, okG := r.recs[streamKey("gateway", n)]
 	rp, okP := r.recs[streamKey("proxy", n)]
 	if !okG || !okP {
 		return nil
 	}
 	f1 := func(v float64) string { return fmt.Sprintf("%.1f", v) }
+	defer func() {
+		if gw["open_max"] < float64(n) || rp["open_max"] < float64(n) {
+			for i := range out[:4] {
+				out[i].unjudged = fmt.Sprintf("not judged: %.0f and %.0f open at once", gw["open_max"], rp["open_max"])
+			}
+		}
+	}()
 	return []streamTarget{
-		{"RSS per stream, KB", f1(gw["rss_kb"]), f1(rp["rss_kb"]), "proxy", gw["rss_kb"] <= rp["rss_kb"]},
+		{"RSS per stream, KB", f1(gw["rss_kb"]), f1(rp["rss_kb"]), "proxy", gw["rss_kb"] <= rp["rss_kb"], ""},
 		{"CPU per stream, ms", fmt.Sprintf("%.3f (%.2fx)", gw["cpu_ms"], gw["cpu_ms"]/rp["cpu_ms"]), fmt.Sprintf("%.3f", rp["cpu_ms"]),
-			fmt.Sprintf("%.3f (1.1x)", 1.1*rp["cpu_ms"]), gw["cpu_ms"] <= 1.1*rp["cpu_ms"]},
-		{"chunk gap p99, ms", f1(gw["gap99"]), f1(rp["gap99"]), f1(rp["gap99"]+10) + " (proxy + 10)", gw["gap99"] <= rp["gap99"]+10},
-		{"first chunk p99, ms", f1(gw["first99"]), f1(rp["first99"]), f1(rp["first99"]+10) + " (proxy + 10)", gw["first99"] <= rp["first99"]+10},
-		{"dropped streams", fmt.Sprintf("%.0f", gw["dropped"]), fmt.Sprintf("%.0f", rp["dropped"]), "0", gw["dropped"] == 0},
+			fmt.Sprintf("%.3f (1.1x)", 1.1*rp["cpu_ms"]), gw["cpu_ms"] <= 1.1*rp["cpu_ms"], ""},
+		{"chunk gap p99, ms", f1(gw["gap99"]), f1(rp["gap99"]), f1(rp["gap99"]+10) + " (proxy + 10)", gw["gap99"] <= rp["gap99"]+10, ""},
+		{"first chunk p99, ms", f1(gw["first99"]), f1(rp["first99"]), f1(rp["first99"]+10) + " (proxy + 10)", gw["first99"] <= rp["first99"]+10, ""},
+		{"dropped streams", fmt.Sprintf("%.0f", gw["dropped"]), fmt.Sprintf("%.0f", rp["dropped"]), "0", gw["dropped"] == 0, ""},
 		{"goroutines after, against base", fmt.Sprintf("%.0f / %.0f", gw["gor_after"], gw["gor_base"]), fmt.Sprintf("%.0f / %.0f", rp["gor_after"], rp["gor_base"]),
-			"base", gw["gor_after"] <= gw["gor_base"]},
+			"base", gw["gor_after"] <= gw["gor_base"], ""},
 	}
 }
 
