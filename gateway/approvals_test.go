@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/switchboard-ai/switchboard/internal/fakeupstream"
 	"github.com/switchboard-ai/switchboard/internal/gwtest"
@@ -379,4 +380,32 @@ func TestApprovalRemember(t *testing.T) {
 		// Away to triage and back: the remembered approval is gone.
 		paused(t, gw, gwtest.User("support", "start over"), acme(id), "lookup_charges", `{}`)
 	})
+}
+
+// Past approval_ttl a pending approval is rejected as expired: its call's
+// result says so, and deciding it is 409.
+func TestApprovalExpires(t *testing.T) {
+	fake := fakeupstream.New(t,
+		fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("r1", "escalate_refund", `{"orderId":"o-1"}`)}},
+		fakeupstream.Reply{Text: "Too late for that."},
+	)
+	fake.SetStrict(true)
+	tools := newToolServer(t)
+	yaml := strings.Replace(gatedYAML("memory://"), "    max_steps: 6\n", "    max_steps: 6\n    approval_ttl: 1s\n", 1)
+	gw := gwtest.Start(t, yaml, map[string]string{"FAKE_URL": fake.URL, "TOOLS_URL": tools.URL})
+	id := newSessionID(t)
+	a := paused(t, gw, gwtest.User("support", "refund"), acme(id), "escalate_refund", `{"orderId":"o-1"}`)
+	// expiresAt is in whole seconds: two seconds are past it whatever the
+	// clock's fraction was.
+	time.Sleep(2 * time.Second)
+	if r := decideOne(gw, id, a.ID, acme(id), map[string]any{"approve": true}); r.Status != http.StatusConflict {
+		t.Fatalf("deciding an expired approval: %d %s", r.Status, r.Body)
+	}
+	c := completion(t, gw, emptyTurn(), acme(id))
+	if c.Text() != "Too late for that." || c.Metadata.AgentName != "triage" {
+		t.Fatalf("%q by %q", c.Text(), c.Metadata.AgentName)
+	}
+	if res := toolResults(fake.Requests()[1])["r1"]; errorCode(t, res) != "rejected" || !strings.Contains(res, `"expired"`) {
+		t.Errorf("result %q", res)
+	}
 }
