@@ -63,6 +63,8 @@ type Server struct {
 	// active counts /v1 requests in flight, for WaitIdle.
 	active  atomic.Int64
 	proxies map[string]*httputil.ReverseProxy
+	// mcp serves POST /mcp (mcp.go).
+	mcp http.Handler
 }
 
 // New builds a Server and its routes.
@@ -106,6 +108,8 @@ func New(opts Options) *Server {
 	v1.DELETE("/responses/:id", s.deleteResponse)
 	v1.GET("/memory/:slot", s.getMemory)
 	v1.DELETE("/memory/:slot", s.deleteMemory)
+	s.mcp = s.newMCPHandler()
+	e.POST("/mcp", s.track, s.auth, s.rateLimit, s.admitRun, s.serveMCP)
 	e.NoRoute(func(c *gin.Context) {
 		// Every /v1/... route needs a key, even one that does not exist:
 		// without one, nothing is told about the API.

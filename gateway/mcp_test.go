@@ -1,0 +1,205 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/switchboard-ai/switchboard/internal/fakeupstream"
+	"github.com/switchboard-ai/switchboard/internal/gwtest"
+)
+
+// mcpYAML is a two-desk support graph and a one-agent graph, behind keys.
+const mcpYAML = `
+server:
+  api_keys:
+    - {name: acme, key: acme-key}
+    - {name: globex, key: globex-key}
+providers:
+  fake: {base_url: "${FAKE_URL}", timeout: 5s}
+agents:
+  triage:
+    description: Routes the user to the right desk
+    instructions: You are the triage desk.
+    model: fake/triage-model
+    handoffs: [billing]
+  billing:
+    description: Answers questions about charges and invoices
+    instructions: You are the billing desk.
+    model: fake/billing-model
+  echo:
+    instructions: Repeat.
+    model: fake/echo-model
+graphs:
+  support: {lead: triage, description: Customer support desk}
+  parrot: {lead: echo}
+`
+
+// bearer sends a key with every request of an MCP client.
+type bearer struct {
+	key  string
+	base http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.key)
+	return b.base.RoundTrip(r)
+}
+
+// mcpSession connects the Go SDK's client to the gateway's /mcp with key.
+func mcpSession(t *testing.T, gw *gwtest.Gateway, key string) (*mcp.ClientSession, error) {
+	t.Helper()
+	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	transport := &mcp.StreamableClientTransport{
+		Endpoint:   gw.URL + "/mcp",
+		HTTPClient: &http.Client{Transport: bearer{key: key, base: http.DefaultTransport}},
+		MaxRetries: -1,
+	}
+	cs, err := client.Connect(context.Background(), transport, nil)
+	if err == nil {
+		t.Cleanup(func() { _ = cs.Close() })
+	}
+	return cs, err
+}
+
+func resultText(t *testing.T, res *mcp.CallToolResult) string {
+	t.Helper()
+	var parts []string
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+func TestMCPListsGraphsAsTools(t *testing.T) {
+	fake := fakeupstream.New(t)
+	gw := gwtest.Start(t, mcpYAML, map[string]string{"FAKE_URL": fake.URL})
+	if _, err := mcpSession(t, gw, "wrong-key"); err == nil {
+		t.Fatal("connected to /mcp with a wrong key")
+	}
+	cs, err := mcpSession(t, gw, "acme-key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+		schema, _ := json.Marshal(tool.InputSchema)
+		var s struct {
+			Properties map[string]struct {
+				Type string `json:"type"`
+			} `json:"properties"`
+			Required []string `json:"required"`
+		}
+		if err := json.Unmarshal(schema, &s); err != nil {
+			t.Fatal(err)
+		}
+		if s.Properties["message"].Type != "string" || s.Properties["session_id"].Type != "string" || !slices.Equal(s.Required, []string{"message"}) {
+			t.Errorf("%s's input schema = %s, want message (required) and session_id, strings", tool.Name, schema)
+		}
+		if tool.Name == "support" && tool.Description != "Customer support desk" {
+			t.Errorf("support's description = %q", tool.Description)
+		}
+	}
+	if !slices.Equal(names, []string{"parrot", "support"}) {
+		t.Errorf("tools = %v, want the graphs [parrot support]", names)
+	}
+}
+
+func TestMCPCallRunsTheGraphInASession(t *testing.T) {
+	fake := fakeupstream.New(t,
+		fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("call_1", "transfer_to_billing", `{"reason":"invoice"}`)}},
+		fakeupstream.Reply{Text: "Your invoice INV-7 is paid."},
+		fakeupstream.Reply{Text: "It was paid on May 2."},
+	)
+	gw := gwtest.Start(t, mcpYAML, map[string]string{"FAKE_URL": fake.URL})
+	cs, err := mcpSession(t, gw, "acme-key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	call := func(args map[string]any) (*mcp.CallToolResult, map[string]any) {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "support", Arguments: args})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.IsError {
+			t.Fatalf("support(%v) failed: %s", args, resultText(t, res))
+		}
+		js, _ := json.Marshal(res.StructuredContent)
+		var meta map[string]any
+		_ = json.Unmarshal(js, &meta)
+		return res, meta
+	}
+	res, meta := call(map[string]any{"message": "Is my invoice paid?", "session_id": "mcp-sess-1"})
+	if got := resultText(t, res); got != "Your invoice INV-7 is paid." {
+		t.Errorf("text = %q", got)
+	}
+	if meta["agentName"] != "billing" || meta["sessionId"] != "mcp-sess-1" {
+		t.Errorf("structured content = %v, want agentName billing, sessionId mcp-sess-1", meta)
+	}
+	// The session goes on at billing, for the same key.
+	res, meta = call(map[string]any{"message": "When?", "session_id": "mcp-sess-1"})
+	if got := resultText(t, res); got != "It was paid on May 2." || meta["agentName"] != "billing" {
+		t.Errorf("second turn = %q by %v", got, meta["agentName"])
+	}
+	reqs := fake.Requests()
+	if got := reqs[2].Parsed.Model; got != "billing-model" {
+		t.Errorf("the second turn ran on %s, want billing-model", got)
+	}
+	if n := len(reqs[2].Parsed.Messages); n < 5 {
+		t.Errorf("the second turn's prompt has %d messages, want the session's history", n)
+	}
+	session := gw.Do(context.Background(), http.MethodGet, "/v1/sessions/mcp-sess-1", nil, map[string]string{"Authorization": "Bearer acme-key"})
+	if session.Status != http.StatusOK || !strings.Contains(string(session.Body), `"activeAgent":"billing"`) {
+		t.Errorf("GET the session as acme = %d %s", session.Status, session.Body)
+	}
+	if other := gw.Do(context.Background(), http.MethodGet, "/v1/sessions/mcp-sess-1", nil, map[string]string{"Authorization": "Bearer globex-key"}); other.Status != http.StatusNotFound {
+		t.Errorf("GET acme's session as globex = %d, want 404", other.Status)
+	}
+}
+
+func TestMCPCallErrors(t *testing.T) {
+	fake := fakeupstream.New(t, fakeupstream.Reply{Status: http.StatusInternalServerError})
+	fake.SetFallback(func(fakeupstream.Request) fakeupstream.Reply {
+		return fakeupstream.Reply{Status: http.StatusInternalServerError}
+	})
+	gw := gwtest.Start(t, mcpYAML, map[string]string{"FAKE_URL": fake.URL})
+	cs, err := mcpSession(t, gw, "acme-key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		args map[string]any
+		want string
+	}{
+		{"no message", map[string]any{"message": "  "}, "invalid_request: message is required"},
+		{"bad session id", map[string]any{"message": "hi", "session_id": "no spaces allowed"}, "invalid_request: invalid session_id"},
+		{"upstream fails", map[string]any{"message": "hi"}, "upstream_error"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "parrot", Arguments: tt.args})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := resultText(t, res); !res.IsError || !strings.HasPrefix(got, tt.want) {
+				t.Errorf("result = %q (isError %v), want an error starting %q", got, res.IsError, tt.want)
+			}
+		})
+	}
+}
