@@ -80,7 +80,7 @@ else
               && go test -c -vet=off -o "$work/openai-go.test" github.com/openai/openai-go/v3)
 fi
 
-if [[ ! -d $here/node_modules/openai || ! -d $here/node_modules/compatcanary ]]; then
+if [[ ! -d $here/node_modules/openai || ! -d $here/node_modules/compatcanary || ! -d $here/node_modules/@modelcontextprotocol/sdk ]]; then
   log "installing node dependencies (npm ci)"
   (cd "$here" && npm ci --no-audit --no-fund)
 fi
