@@ -158,6 +158,8 @@ func (m *Manager) Call(ctx context.Context, serverName, tool, arguments string) 
 	}
 	callCtx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
+	stop := context.AfterFunc(c.calls, cancel)
+	defer stop()
 	res, err := c.session.CallTool(callCtx, &mcp.CallToolParams{Name: tool, Arguments: args})
 	if err == nil {
 		return resultText(res)
@@ -168,6 +170,10 @@ func (m *Manager) Call(ctx context.Context, serverName, tool, arguments string) 
 	s.log.Warn("mcp tool call failed", "tool", tool, "err", err)
 	var wire *jsonrpc.Error
 	switch {
+	case c.calls.Err() != nil && !c.isLost():
+		return "", fmt.Errorf("mcp server %q: the connection was closed during the call", serverName)
+	case c.isLost():
+		return "", fmt.Errorf("mcp server %q: the connection was lost during the call", serverName)
 	case errors.Is(callCtx.Err(), context.DeadlineExceeded):
 		go s.check(c)
 		return "", fmt.Errorf("mcp server %q did not answer within %s", serverName, s.cfg.Timeout)

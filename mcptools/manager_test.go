@@ -278,3 +278,31 @@ func TestChildEnv(t *testing.T) {
 		t.Errorf("childEnv = %q, want %q", got, want)
 	}
 }
+
+func TestCloseDuringCall(t *testing.T) {
+	srv := startHTTPServer(t, "")
+	m, _ := startManager(t, `
+mcp_servers:
+  remote: {url: "`+srv.URL()+`", timeout: 60s}
+agents:
+  billing: {model: demo/echo, mcp: [remote]}
+graphs: {support: {lead: billing}}
+`, nil)
+	done := make(chan error, 1)
+	go func() {
+		_, err := m.Call(context.Background(), "remote", "slow", "{}")
+		done <- err
+	}()
+	<-srv.slowStarted // the call is in flight; the server will not answer it
+	closed := make(chan struct{})
+	go func() {
+		m.Close()
+		close(closed)
+	}()
+	// A Close that waited for the call would take its 60 s timeout; the
+	// test's own deadline catches that.
+	if err := <-done; err == nil || !strings.Contains(err.Error(), "closed during the call") {
+		t.Errorf("a call cut by Close = %v, want it closed during the call", err)
+	}
+	<-closed
+}

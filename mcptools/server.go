@@ -56,6 +56,18 @@ type conn struct {
 	lost    chan struct{}
 	once    sync.Once
 	why     string
+	// calls is the context every call on the session runs under: closing
+	// the session cancels it first, since the SDK's Close waits for the
+	// calls in flight, which a hung server would never answer.
+	calls       context.Context
+	cancelCalls context.CancelFunc
+}
+
+// newConn returns a conn with no session yet.
+func newConn() *conn {
+	c := &conn{lost: make(chan struct{})}
+	c.calls, c.cancelCalls = context.WithCancel(context.Background())
+	return c
 }
 
 // breakOff marks the session lost, for the server's loop to reconnect.
@@ -66,8 +78,19 @@ func (c *conn) breakOff(why string) {
 	})
 }
 
-// close ends the session and, for stdio, the process.
+// isLost reports whether the session was found broken.
+func (c *conn) isLost() bool {
+	select {
+	case <-c.lost:
+		return true
+	default:
+		return false
+	}
+}
+
+// close ends the calls in flight, the session and, for stdio, the process.
 func (c *conn) close() {
+	c.cancelCalls()
 	_ = c.session.Close()
 	if c.proc != nil {
 		c.proc.Stop()
@@ -163,7 +186,7 @@ func (s *server) sleep(ctx context.Context, d time.Duration) bool {
 func (s *server) connect(ctx context.Context) (*conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
-	c := &conn{lost: make(chan struct{})}
+	c := newConn()
 	var transport mcp.Transport
 	if s.cfg.URL != "" {
 		transport = httpTransport(s.cfg, s.http, s.prop)
@@ -182,6 +205,7 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 		Logger:                 s.log,
 	})
 	fail := func(err error) (*conn, error) {
+		c.cancelCalls()
 		if c.session != nil {
 			_ = c.session.Close()
 		}

@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 	case "":
 		testenv.VerifyNoLeaks(m)
 	case "stdio":
-		if err := newTestServer().Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+		if err := newTestServer(nil, nil).Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 			fmt.Fprintln(os.Stderr, "test server:", err)
 			os.Exit(1)
 		}
@@ -42,7 +42,9 @@ func TestMain(m *testing.M) {
 }
 
 // newTestServer is an MCP server whose tools exercise the manager.
-func newTestServer() *mcp.Server {
+// onSlow, when set, is called when the slow tool starts, which then returns
+// when its call is cancelled or release is closed.
+func newTestServer(onSlow func(), release <-chan struct{}) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "mcptools-test", Version: "1"}, nil)
 	type echoIn struct {
 		Message string `json:"message"`
@@ -72,7 +74,13 @@ func newTestServer() *mcp.Server {
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "slow", Description: "Answers when the call is cancelled"},
 		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
-			<-ctx.Done()
+			if onSlow != nil {
+				onSlow()
+			}
+			select {
+			case <-ctx.Done():
+			case <-release:
+			}
 			return nil, nil, ctx.Err()
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "die", Description: "Exits mid-call"},
@@ -116,6 +124,10 @@ type httpServer struct {
 	mcp  *mcp.Server
 	// wantAuth, when set, is the Authorization header every request needs.
 	wantAuth string
+	// slowStarted receives once a call of the slow tool has started.
+	slowStarted chan struct{}
+	// release ends the slow tool's calls, when the server stops.
+	release chan struct{}
 }
 
 // startHTTPServer listens on a kernel-chosen loopback port.
@@ -125,7 +137,7 @@ func startHTTPServer(t *testing.T, wantAuth string) *httpServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &httpServer{t: t, addr: ln.Addr().String(), wantAuth: wantAuth}
+	h := &httpServer{t: t, addr: ln.Addr().String(), wantAuth: wantAuth, slowStarted: make(chan struct{}, 1)}
 	h.serve(ln)
 	t.Cleanup(h.stop)
 	return h
@@ -146,7 +158,13 @@ func reserveAddr(t *testing.T) string {
 func (h *httpServer) URL() string { return "http://" + h.addr + "/mcp" }
 
 func (h *httpServer) serve(ln net.Listener) {
-	mcpServer := newTestServer()
+	h.release = make(chan struct{})
+	mcpServer := newTestServer(func() {
+		select {
+		case h.slowStarted <- struct{}{}:
+		default:
+		}
+	}, h.release)
 	h.mcp = mcpServer
 	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return mcpServer }, nil)
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -164,6 +182,7 @@ func (h *httpServer) serve(ln net.Listener) {
 // session forgotten, as a restarted process would.
 func (h *httpServer) stop() {
 	if h.srv != nil {
+		close(h.release)
 		_ = h.srv.Close()
 		h.srv = nil
 		for ss := range h.mcp.Sessions() {
