@@ -36,8 +36,10 @@ const (
 	DefaultStreamIdleTimeout = 60 * time.Second
 	DefaultToolTimeout       = 30 * time.Second
 	DefaultHookTimeout       = 5 * time.Second
-	DefaultMaxHandoffs       = 5
-	DefaultMaxSteps          = 20
+	// DefaultMCPTimeout bounds one call of an MCP server's tool.
+	DefaultMCPTimeout  = 30 * time.Second
+	DefaultMaxHandoffs = 5
+	DefaultMaxSteps    = 20
 )
 
 // ProviderKind tells how a provider is called.
@@ -64,4 +66,7 @@ const (
 	ToolMemory ToolKind = "memory"
 	// ToolAgent runs another agent as a sub-agent (Tool.Agent).
 	ToolAgent ToolKind = "agent"
+	// ToolMCP is a tool of an MCP server (Tool.MCP), offered once the
+	// gateway has listed it (package mcptools).
+	ToolMCP ToolKind = "mcp"
 )

@@ -190,6 +190,8 @@ type Tool struct {
 	Memory *MemoryTool
 	// Agent is set when Kind is ToolAgent.
 	Agent *AgentTool
+	// MCP is set when Kind is ToolMCP.
+	MCP *MCPTool
 }
 
 // HTTPTool is a tool run by a POST of the call's JSON arguments to URL,

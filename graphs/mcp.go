@@ -15,9 +15,6 @@ import (
 // mcptools), and only the allow-lists can be checked against an agent's
 // other tools now.
 
-// defaultMCPTimeout bounds one MCP tool call unless `timeout:` says otherwise.
-const defaultMCPTimeout = 30 * time.Second
-
 // rawMCPServer is one entry of `mcp_servers:`: exactly one of Command and URL.
 type rawMCPServer struct {
 	// Command starts a server that speaks MCP on its stdin and stdout: the
@@ -51,6 +48,13 @@ type MCPServer struct {
 	Tools []string
 	// Timeout bounds one tool call; default 30s.
 	Timeout time.Duration
+}
+
+// MCPTool is where a tool of kind ToolMCP runs.
+type MCPTool struct {
+	Server *MCPServer
+	// Tool is the tool's name on the server, which is also Tool.Name.
+	Tool string
 }
 
 // Transport names how the gateway speaks to the server: "stdio" or "http".
@@ -101,7 +105,7 @@ func compileMCPServers(raw map[string]rawMCPServer, p *problems) map[string]*MCP
 			Env:     r.Env,
 			URL:     r.URL,
 			Headers: r.Headers,
-			Timeout: duration(r.Timeout, defaultMCPTimeout, subject+": timeout", p),
+			Timeout: duration(r.Timeout, DefaultMCPTimeout, subject+": timeout", p),
 		}
 		switch {
 		case len(r.Command) > 0 && r.URL != "":

@@ -25,7 +25,7 @@ graphs: {support: {lead: billing}}
 func TestHTTPToolsWithHeadersAndAllowList(t *testing.T) {
 	srv := startHTTPServer(t, "Bearer t1")
 	m, _ := startManager(t, httpYAML(srv.URL(), `{Authorization: "Bearer ${TOKEN}"}`), map[string]string{"TOKEN": "t1"})
-	if got, want := toolNames(m.Tools("billing")), []string{"echo", "fail", "pid"}; !slices.Equal(got, want) {
+	if got, want := toolNames(m.offeredTo("billing")), []string{"echo", "fail", "pid"}; !slices.Equal(got, want) {
 		t.Fatalf("billing's tools = %v, want the allow-list %v", got, want)
 	}
 	got, err := m.Call(context.Background(), "remote", "echo", `{"message":"over http"}`)
@@ -41,7 +41,7 @@ func TestHTTPToolsWithHeadersAndAllowList(t *testing.T) {
 func TestHTTPWrongHeaderIsUnreachable(t *testing.T) {
 	srv := startHTTPServer(t, "Bearer t1")
 	m, rec := startManager(t, httpYAML(srv.URL(), `{Authorization: "Bearer wrong"}`), nil)
-	if got := m.Tools("billing"); len(got) != 0 {
+	if got := m.offeredTo("billing"); len(got) != 0 {
 		t.Errorf("billing's tools = %v, want none from a server that refused us", toolNames(got))
 	}
 	if rec.count("mcp server unreachable") != 1 {
@@ -52,7 +52,7 @@ func TestHTTPWrongHeaderIsUnreachable(t *testing.T) {
 func TestHTTPServerUpLater(t *testing.T) {
 	addr := reserveAddr(t)
 	m, rec := startManager(t, httpYAML("http://"+addr+"/mcp", "{}"), nil)
-	if got := m.Tools("billing"); len(got) != 0 {
+	if got := m.offeredTo("billing"); len(got) != 0 {
 		t.Fatalf("billing's tools = %v before the server is up", toolNames(got))
 	}
 	if rec.count("mcp server unreachable") != 1 {
@@ -62,8 +62,8 @@ func TestHTTPServerUpLater(t *testing.T) {
 	srv.start()
 	t.Cleanup(srv.stop)
 	eventually(t, "the tools of a server that came up", func() error {
-		if len(m.Tools("billing")) != 3 {
-			return fmt.Errorf("tools %v", toolNames(m.Tools("billing")))
+		if len(m.offeredTo("billing")) != 3 {
+			return fmt.Errorf("tools %v", toolNames(m.offeredTo("billing")))
 		}
 		return nil
 	})
@@ -85,7 +85,7 @@ func TestHTTPServerKilledAndBack(t *testing.T) {
 	} else if strings.Contains(err.Error(), "127.0.0.1") {
 		t.Errorf("the error tells the model an address: %v", err)
 	}
-	if len(m.Tools("billing")) != 3 {
+	if len(m.offeredTo("billing")) != 3 {
 		t.Error("the tools of a server that went down are no longer offered")
 	}
 	if _, err := m.Call(ctx, "remote", "echo", `{"message":"three"}`); err == nil {
@@ -116,14 +116,14 @@ agents:
 graphs: {support: {lead: billing}}
 `, srv.URL())
 	m, rec := startManager(t, yml, nil)
-	got := m.Tools("billing")
+	got := m.offeredTo("billing")
 	want := []string{"big", "die", "fail", "getenv", "pid", "spawn", "weather"}
 	if !slices.Equal(toolNames(got), want) {
 		t.Errorf("billing's tools = %v, want %v", toolNames(got), want)
 	}
 	for _, tool := range got {
-		if (tool.Name == "pid" || tool.Name == "fail") && tool.Server != "first" {
-			t.Errorf("%s comes from %s, want first: the server listed first wins", tool.Name, tool.Server)
+		if (tool.Name == "pid" || tool.Name == "fail") && tool.MCP.Server.Name != "first" {
+			t.Errorf("%s comes from %s, want first: the server listed first wins", tool.Name, tool.MCP.Server.Name)
 		}
 	}
 	for _, p := range []string{
@@ -135,7 +135,7 @@ graphs: {support: {lead: billing}}
 			t.Errorf("%q logged %d times, want once; log: %q", p, n, rec.msgs)
 		}
 	}
-	if got := m.Tools("refunds"); len(got) != 0 {
+	if got := m.offeredTo("refunds"); len(got) != 0 {
 		t.Errorf("refunds, without mcp, is offered %v", toolNames(got))
 	}
 }

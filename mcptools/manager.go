@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/switchboard-ai/switchboard/graphs"
+	"github.com/switchboard-ai/switchboard/runtime"
 )
 
 // Options configure a Manager. Every field is optional.
@@ -30,18 +31,6 @@ type Options struct {
 	Propagator propagation.TextMapPropagator
 }
 
-// Tool is an MCP tool as offered to an agent.
-type Tool struct {
-	// Server names the entry of `mcp_servers:` the tool comes from.
-	Server string
-	// Name is the tool's name on its server, which is also the function
-	// name the model sees.
-	Name        string
-	Description string
-	// Parameters is the tool's input schema.
-	Parameters json.RawMessage
-}
-
 // Manager keeps the MCP servers of a config connected and calls their tools.
 // Its methods are safe for concurrent use.
 type Manager struct {
@@ -51,7 +40,7 @@ type Manager struct {
 
 	// offers maps an agent's name to the tools it is offered now; it is
 	// replaced, never changed, each time a server's tools are listed.
-	offers atomic.Pointer[map[string][]Tool]
+	offers atomic.Pointer[map[string][]*graphs.Tool]
 
 	mu       sync.Mutex // serializes recompute
 	reported map[string]bool
@@ -89,7 +78,7 @@ func New(cfg *graphs.Set, opts Options) *Manager {
 	for _, name := range slices.Sorted(maps.Keys(seen)) {
 		m.agents = append(m.agents, seen[name])
 	}
-	m.offers.Store(&map[string][]Tool{})
+	m.offers.Store(&map[string][]*graphs.Tool{})
 	return m
 }
 
@@ -128,12 +117,31 @@ func (m *Manager) Close() {
 	m.wg.Wait()
 }
 
-// Tools returns the MCP tools the agent is offered now: those of its
-// servers that have answered at least once, minus any whose name is not a
-// valid tool name or is taken by another of its tools or handoffs. The
-// slice is shared: callers must not change it.
-func (m *Manager) Tools(agent string) []Tool {
+var (
+	_ runtime.ToolSource = (*Manager)(nil)
+	_ runtime.ToolRunner = (*Manager)(nil)
+)
+
+// Tools returns the MCP tools the agent is offered now (tools of kind
+// graphs.ToolMCP): those of its servers that have answered at least once,
+// minus any whose name is not a valid tool name or is taken by another of
+// its tools or handoffs. The slice is shared: callers must not change it.
+func (m *Manager) Tools(agent *graphs.Agent) []*graphs.Tool {
+	return m.offeredTo(agent.Name)
+}
+
+func (m *Manager) offeredTo(agent string) []*graphs.Tool {
 	return (*m.offers.Load())[agent]
+}
+
+// Run runs a call of an MCP tool for the run loop (a runtime.ToolKinds
+// entry for graphs.ToolMCP).
+func (m *Manager) Run(ctx context.Context, call *runtime.ToolInvocation) (string, error) {
+	t := call.Tool.MCP
+	if t == nil || t.Server == nil {
+		return "", fmt.Errorf("tool %q is not an MCP tool", call.Tool.Name)
+	}
+	return m.Call(ctx, t.Server.Name, t.Tool, call.Call.Function.Arguments)
 }
 
 // Call calls a server's tool with the model's JSON arguments and returns
@@ -200,14 +208,14 @@ func (m *Manager) Call(ctx context.Context, serverName, tool, arguments string) 
 func (m *Manager) recompute() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	offers := make(map[string][]Tool, len(m.agents))
+	offers := make(map[string][]*graphs.Tool, len(m.agents))
 	for _, a := range m.agents {
 		own := map[string]bool{}
 		for _, n := range a.OwnToolNames() {
 			own[n] = true
 		}
 		taken := map[string]string{} // tool name -> its server
-		var list []Tool
+		var list []*graphs.Tool
 		for _, sc := range a.MCP {
 			for _, t := range m.servers[sc.Name].listed() {
 				where := fmt.Sprintf("agent %q: mcp server %q: tool %q", a.Name, sc.Name, t.Name)
@@ -220,7 +228,7 @@ func (m *Manager) recompute() {
 					m.report(fmt.Sprintf("%s is also offered by mcp server %q; only that one is offered", where, other))
 				default:
 					taken[t.Name] = sc.Name
-					list = append(list, offered(sc.Name, t))
+					list = append(list, offered(sc, t))
 				}
 			}
 		}
@@ -243,8 +251,14 @@ func (m *Manager) report(problem string) {
 var emptyObjectSchema = json.RawMessage(`{"type":"object","properties":{}}`)
 
 // offered is t as an agent's tool.
-func offered(server string, t *mcp.Tool) Tool {
-	out := Tool{Server: server, Name: t.Name, Description: t.Description, Parameters: emptyObjectSchema}
+func offered(server *graphs.MCPServer, t *mcp.Tool) *graphs.Tool {
+	out := &graphs.Tool{
+		Name:        t.Name,
+		Description: t.Description,
+		Parameters:  emptyObjectSchema,
+		Kind:        graphs.ToolMCP,
+		MCP:         &graphs.MCPTool{Server: server, Tool: t.Name},
+	}
 	if out.Description == "" {
 		out.Description = t.Title
 	}

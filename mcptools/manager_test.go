@@ -103,7 +103,7 @@ func eventually(t *testing.T, what string, f func() error) {
 	}
 }
 
-func toolNames(ts []Tool) []string {
+func toolNames(ts []*graphs.Tool) []string {
 	var out []string
 	for _, t := range ts {
 		out = append(out, t.Name)
@@ -118,19 +118,19 @@ func TestStdioToolsAndResults(t *testing.T) {
 	ctx := context.Background()
 
 	want := []string{"big", "die", "echo", "fail", "getenv", "pid", "slow", "spawn", "weather"}
-	if got := toolNames(m.Tools("billing")); !slices.Equal(got, want) {
+	if got := toolNames(m.offeredTo("billing")); !slices.Equal(got, want) {
 		t.Fatalf("billing's tools = %v, want %v", got, want)
 	}
 	if n := rec.count(`config invalid: agent "billing": mcp server "local": tool "bad.name" is not a valid tool name`); n != 1 {
 		t.Errorf("the invalid tool name was logged %d times, want once; log: %q", n, rec.msgs)
 	}
-	for _, tool := range m.Tools("billing") {
+	for _, tool := range m.offeredTo("billing") {
 		if tool.Name == "echo" {
 			var schema map[string]any
 			if err := json.Unmarshal(tool.Parameters, &schema); err != nil || schema["type"] != "object" {
 				t.Errorf("echo's parameters = %s, want an object schema", tool.Parameters)
 			}
-			if tool.Server != "local" || tool.Description != "Echoes the message" {
+			if tool.Kind != graphs.ToolMCP || tool.MCP.Server.Name != "local" || tool.MCP.Tool != "echo" || tool.Description != "Echoes the message" {
 				t.Errorf("echo = %+v", tool)
 			}
 		}
@@ -209,7 +209,7 @@ func TestStdioServerDiesMidCallAndComesBack(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "connection was lost") {
 		t.Fatalf("die = %v, want a lost connection", err)
 	}
-	if len(m.Tools("billing")) == 0 {
+	if len(m.offeredTo("billing")) == 0 {
 		t.Error("the tools of a server that went down are no longer offered")
 	}
 	var after string

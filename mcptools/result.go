@@ -2,12 +2,13 @@ package mcptools
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"reflect"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/switchboard-ai/switchboard/runtime"
 )
 
 // MaxResultBytes bounds the text of one tool result (CONTRACT §14): a longer
@@ -15,7 +16,7 @@ import (
 const MaxResultBytes = 1 << 20
 
 // ErrResultTooLarge is returned for a result over MaxResultBytes.
-var ErrResultTooLarge = errors.New("result too large")
+var ErrResultTooLarge = runtime.ErrResultTooLarge
 
 // resultText turns a tool's result into the text the model sees: its text
 // parts joined by newlines, then its structured content as JSON unless a

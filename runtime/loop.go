@@ -29,6 +29,9 @@ type run struct {
 	// mem are the run's memory slots, worked out once (memBound).
 	mem      []boundSlot
 	memBound bool
+	// tools are the current agent's server tools: its own, then its
+	// ToolSource's, read once per agent's turn at the run (agentTools).
+	tools []*graphs.Tool
 	// choice is the request's tool_choice, checked (toolchoice.go).
 	choice toolChoice
 	// noHandoffs offers the agent none of its handoffs (a sub-agent).
@@ -90,7 +93,7 @@ func runBase(ctx context.Context, info *RunInfo) (*Result, error) {
 		if call.Handoff == nil {
 			return nil, fmt.Errorf("%w: agent %q stopped without an answer", ErrGraph, rn.agent.Name)
 		}
-		rn.agent, rn.offer = call.Handoff.Target, nil
+		rn.agent, rn.offer, rn.tools = call.Handoff.Target, nil, nil
 	}
 }
 
@@ -221,7 +224,7 @@ func (rn *run) messages() []Message {
 // agent cannot honour.
 func (rn *run) checkClientTools() error {
 	for _, t := range rn.req.ClientTools {
-		if agentTool(rn.agent, t.Name) != nil || agentHandoff(rn.agent, t.Name) != nil || rn.memoryTool(t.Name) != nil {
+		if rn.serverTool(t.Name) != nil || agentHandoff(rn.agent, t.Name) != nil || rn.memoryTool(t.Name) != nil {
 			return fmt.Errorf("%w: client tool %q clashes with a tool or handoff of agent %q", ErrInvalidRequest, t.Name, rn.agent.Name)
 		}
 	}

@@ -60,8 +60,9 @@ func (rn *run) offered() []ToolDef {
 		return rn.offer
 	}
 	a := rn.agent
-	out := make([]ToolDef, 0, len(a.Tools)+len(a.Handoffs)+len(rn.req.ClientTools))
-	for _, t := range a.Tools {
+	tools := rn.agentTools()
+	out := make([]ToolDef, 0, len(tools)+len(a.Handoffs)+len(rn.req.ClientTools))
+	for _, t := range tools {
 		out = append(out, ToolDef{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
 	}
 	for _, t := range rn.memoryTools() {
@@ -76,7 +77,7 @@ func (rn *run) offered() []ToolDef {
 	}
 	for _, t := range rn.req.ClientTools {
 		// After a handoff the target's own names win over the client's.
-		if agentTool(a, t.Name) == nil && agentHandoff(a, t.Name) == nil && rn.memoryTool(t.Name) == nil {
+		if rn.serverTool(t.Name) == nil && agentHandoff(a, t.Name) == nil && rn.memoryTool(t.Name) == nil {
 			out = append(out, t)
 		}
 	}

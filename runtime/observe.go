@@ -107,6 +107,9 @@ func (o *observer) InterceptModel(next ModelFunc) ModelFunc {
 	}
 }
 
+// attrMCPServer names the MCP server of an MCP tool's execute_tool span.
+const attrMCPServer = attribute.Key("switchboard.mcp.server")
+
 // InterceptTool traces and counts a server tool call (an execute_tool span
 // around it) or a handoff call (a handoff span with its outcome).
 func (o *observer) InterceptTool(next ToolFunc) ToolFunc {
@@ -121,6 +124,9 @@ func (o *observer) InterceptTool(next ToolFunc) ToolFunc {
 				genai.ToolName.String(call.Tool.Name),
 				genai.ToolCallID.String(call.Call.ID),
 			)
+			if t := call.Tool.MCP; t != nil && t.Server != nil {
+				span.SetAttributes(attrMCPServer.String(t.Server.Name))
+			}
 		}
 		start := time.Now()
 		res, err := next(ctx, call)

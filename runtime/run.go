@@ -20,6 +20,9 @@ type Options struct {
 	// Tools runs server-side tools; nil makes every tool call fail. A
 	// ToolKinds dispatches each call to the runner of its tool's kind.
 	Tools ToolRunner
+	// ToolSource adds the tools an agent is offered that exist only at run
+	// time (an MCP server's, once listed); nil: the configured ones only.
+	ToolSource ToolSource
 	// Hooks calls on_handoff webhooks; nil skips them.
 	Hooks HookCaller
 	// Memory keeps memory slots' facts for the <memory> blocks of system

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/switchboard-ai/switchboard/graphs"
 )
@@ -98,4 +99,36 @@ func toolBase(ctx context.Context, call *ToolInvocation) (ToolResult, error) {
 		return res, nil
 	}
 	return ToolResult{Content: out}, nil
+}
+
+// ToolSource offers agents tools that are not in the config but known only
+// at run time, as an MCP server's are once the gateway has listed them.
+// Their calls go to the ToolRunner of their kind like any other.
+type ToolSource interface {
+	// Tools returns the tools agent is offered now besides its own. A
+	// source leaves out any whose name the agent already uses. Callers do
+	// not change the slice.
+	Tools(agent *graphs.Agent) []*graphs.Tool
+}
+
+// agentTools returns the current agent's server tools: its own, then its
+// ToolSource's. They are read once per agent's turn at the run, so that what
+// a model was offered is what its calls find.
+func (rn *run) agentTools() []*graphs.Tool {
+	if rn.tools != nil {
+		return rn.tools
+	}
+	rn.tools = rn.agent.Tools
+	if src := rn.opts.ToolSource; src != nil {
+		for _, t := range src.Tools(rn.agent) {
+			// A memory tool of the graph keeps its name.
+			if rn.memoryTool(t.Name) == nil {
+				rn.tools = append(slices.Clip(rn.tools), t)
+			}
+		}
+	}
+	if rn.tools == nil {
+		rn.tools = []*graphs.Tool{} // read: none
+	}
+	return rn.tools
 }

@@ -197,7 +197,7 @@ func (rn *run) resume(ctx context.Context) (turnOutcome, error) {
 func (rn *run) classify(c ToolCall) classified {
 	cl := classified{inv: ToolInvocation{Run: &rn.info, Agent: rn.agent, Call: c, Emit: rn.emitFromTool, rn: rn}}
 	name := c.Function.Name
-	if t := agentTool(rn.agent, name); t != nil {
+	if t := rn.serverTool(name); t != nil {
 		cl.kind, cl.inv.Tool = callServer, t
 		return cl
 	}
@@ -231,8 +231,9 @@ func (rn *run) emitFromTool(ev Event) {
 	rn.emit(ev)
 }
 
-func agentTool(a *graphs.Agent, name string) *graphs.Tool {
-	for _, t := range a.Tools {
+// serverTool returns the current agent's server tool of that name, or nil.
+func (rn *run) serverTool(name string) *graphs.Tool {
+	for _, t := range rn.agentTools() {
 		if t.Name == name {
 			return t
 		}

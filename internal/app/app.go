@@ -20,6 +20,7 @@ import (
 	"github.com/switchboard-ai/switchboard/graphs"
 	"github.com/switchboard-ai/switchboard/guardrails"
 	"github.com/switchboard-ai/switchboard/internal/redact"
+	"github.com/switchboard-ai/switchboard/mcptools"
 	"github.com/switchboard-ai/switchboard/providers"
 	"github.com/switchboard-ai/switchboard/runtime"
 	"github.com/switchboard-ai/switchboard/telemetry"
@@ -124,8 +125,11 @@ func (a *App) ConfigureServer(srv *http.Server) {
 	srv.IdleTimeout = cfg.IdleTimeout
 }
 
-// newGeneration wires what a config reload replaces: the providers, the
-// runner and the gateway's routes, over the process's store and metrics.
+// newGeneration wires what a config reload replaces: the providers, the MCP
+// servers, the runner and the gateway's routes, over the process's store
+// and metrics. It returns once every MCP server has answered or failed its
+// first attempt, so that the tools of those that answered are offered from
+// the first request.
 func (a *App) newGeneration(cfg *graphs.Set) (*generation, error) {
 	models, err := providers.New(cfg.Providers, providers.Options{
 		TracerProvider: a.tracing.Provider,
@@ -147,10 +151,18 @@ func (a *App) newGeneration(cfg *graphs.Set) (*generation, error) {
 		Metrics:        a.guardMetrics,
 		Logger:         a.log,
 	})
+	servers := mcptools.New(cfg, mcptools.Options{Logger: a.log, Propagator: a.tracing.Propagator})
+	servers.Start(context.Background())
 	runner := runtime.New(runtime.Options{
-		Model:          models,
-		Store:          a.store,
-		Tools:          runtime.ToolKinds{graphs.ToolHTTP: hooks, graphs.ToolMemory: runtime.MemoryTools{Store: a.memory}, graphs.ToolAgent: runtime.SubagentRunner{}},
+		Model: models,
+		Store: a.store,
+		Tools: runtime.ToolKinds{
+			graphs.ToolHTTP:   hooks,
+			graphs.ToolMemory: runtime.MemoryTools{Store: a.memory},
+			graphs.ToolAgent:  runtime.SubagentRunner{},
+			graphs.ToolMCP:    servers,
+		},
+		ToolSource:     servers,
 		Memory:         a.memory,
 		Hooks:          hooks,
 		Interceptors:   []runtime.Interceptor{guard},
@@ -172,7 +184,7 @@ func (a *App) newGeneration(cfg *graphs.Set) (*generation, error) {
 		Limiter:        a.limiter,
 		Memory:         a.memory,
 	})
-	return &generation{cfg: cfg, models: models, gateway: gw, handler: gw.Handler()}, nil
+	return &generation{cfg: cfg, models: models, mcp: servers, gateway: gw, handler: gw.Handler()}, nil
 }
 
 // Handler returns the gateway's HTTP handler.

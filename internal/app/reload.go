@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchboard-ai/switchboard/gateway"
 	"github.com/switchboard-ai/switchboard/graphs"
+	"github.com/switchboard-ai/switchboard/mcptools"
 	"github.com/switchboard-ai/switchboard/providers"
 	"github.com/switchboard-ai/switchboard/telemetry"
 )
@@ -28,6 +29,7 @@ import (
 type generation struct {
 	cfg     *graphs.Set
 	models  *providers.Registry
+	mcp     *mcptools.Manager // the config's MCP servers, connected
 	gateway *gateway.Server
 	handler http.Handler
 	// refs counts requests this generation is serving.
@@ -104,7 +106,7 @@ func (a *App) retire(g *generation) {
 	for g.refs.Load() > 0 {
 		<-t.C
 	}
-	g.models.Close()
+	g.close()
 	a.gens.mu.Lock()
 	delete(a.gens.retiring, g)
 	a.gens.mu.Unlock()
@@ -141,14 +143,21 @@ func (gs *generations) waitIdle(ctx context.Context) {
 	}
 }
 
-// close closes every generation's provider connections.
+// close closes every generation's provider connections and MCP servers.
 func (gs *generations) close() {
 	gs.mu.Lock()
 	defer gs.mu.Unlock()
-	gs.cur.Load().models.Close()
+	gs.cur.Load().close()
 	for g := range gs.retiring {
-		g.models.Close()
+		g.close()
 	}
+}
+
+// close closes g's provider connections and its MCP servers (a stdio
+// server's process ends with them).
+func (g *generation) close() {
+	g.models.Close()
+	g.mcp.Close()
 }
 
 // keepRestartSettings copies into next the settings that take effect only

@@ -33,12 +33,12 @@ type rule struct {
 var rules = []rule{
 	{
 		pkg:      "runtime",
-		project:  []string{"gateway", "cache", "providers", "webhooks", "internal/app"},
+		project:  []string{"gateway", "cache", "providers", "webhooks", "mcptools", "internal/app"},
 		external: []string{"net/http", "github.com/gin-gonic/gin", "github.com/redis/go-redis", "github.com/sashabaranov/go-openai"},
 	},
 	{
 		pkg:      "gateway",
-		project:  []string{"cache", "providers", "internal/app"},
+		project:  []string{"cache", "providers", "mcptools", "internal/app"},
 		external: []string{"github.com/redis/go-redis", "github.com/sashabaranov/go-openai"},
 	},
 	{pkg: "graphs", leaf: true},
