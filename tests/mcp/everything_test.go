@@ -23,20 +23,21 @@ import (
 
 func TestMain(m *testing.M) { testenv.VerifyNoLeaks(m) }
 
-// startManager compiles yml and starts an MCP manager for it.
-func startManager(t *testing.T, yml string, env map[string]string) *mcptools.Manager {
+// startManager compiles yml and starts an MCP manager for it; billing is
+// the config's agent billing.
+func startManager(t *testing.T, yml string, env map[string]string) (m *mcptools.Manager, billing *graphs.Agent) {
 	t.Helper()
 	cfg, err := graphs.Parse([]byte(yml), map[string]graphs.Provider{"demo": {Kind: "demo"}}, func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	m := mcptools.New(cfg, mcptools.Options{Logger: log})
+	m = mcptools.New(cfg, mcptools.Options{Logger: log})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	m.Start(ctx)
 	t.Cleanup(m.Close)
-	return m
+	return m, cfg.Graphs["support"].Agents["billing"]
 }
 
 // managerYAML is a config whose agent billing uses server, a YAML mapping.
@@ -52,22 +53,22 @@ graphs: {support: {lead: billing}}
 
 func TestEverythingOverStdio(t *testing.T) {
 	e := needEverything(t)
-	m := startManager(t, managerYAML(e.stdioServer()), nil)
-	checkEverythingTools(t, m)
+	m, billing := startManager(t, managerYAML(e.stdioServer()), nil)
+	checkEverythingTools(t, m, billing)
 }
 
 func TestEverythingOverHTTP(t *testing.T) {
 	e := needEverything(t)
 	srv := e.startHTTP(t, 0)
-	m := startManager(t, managerYAML(`{url: "`+srv.url()+`"}`), nil)
-	checkEverythingTools(t, m)
+	m, billing := startManager(t, managerYAML(`{url: "`+srv.url()+`"}`), nil)
+	checkEverythingTools(t, m, billing)
 }
 
 // checkEverythingTools checks what billing is offered and a few calls.
-func checkEverythingTools(t *testing.T, m *mcptools.Manager) {
+func checkEverythingTools(t *testing.T, m *mcptools.Manager, billing *graphs.Agent) {
 	t.Helper()
 	var names []string
-	for _, tool := range m.Tools("billing") {
+	for _, tool := range m.Tools(billing) {
 		names = append(names, tool.Name)
 	}
 	for _, want := range []string{"echo", "get-sum", "get-structured-content"} {
@@ -106,7 +107,7 @@ func checkEverythingTools(t *testing.T, m *mcptools.Manager) {
 func TestEverythingKilledOverHTTPAndBack(t *testing.T) {
 	e := needEverything(t)
 	srv := e.startHTTP(t, 0)
-	m := startManager(t, managerYAML(`{url: "`+srv.url()+`", timeout: 10s}`), nil)
+	m, billing := startManager(t, managerYAML(`{url: "`+srv.url()+`", timeout: 10s}`), nil)
 	ctx := context.Background()
 	if _, err := m.Call(ctx, "everything", "echo", `{"message":"one"}`); err != nil {
 		t.Fatal(err)
@@ -115,7 +116,7 @@ func TestEverythingKilledOverHTTPAndBack(t *testing.T) {
 	if got, err := m.Call(ctx, "everything", "echo", `{"message":"two"}`); err == nil {
 		t.Fatalf("echo on a killed server = %q", got)
 	}
-	if len(m.Tools("billing")) == 0 {
+	if len(m.Tools(billing)) == 0 {
 		t.Error("the tools of a server that went down are no longer offered")
 	}
 	e.startHTTP(t, srv.port)
