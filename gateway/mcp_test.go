@@ -40,13 +40,13 @@ graphs:
   parrot: {lead: echo}
 `
 
-// bearer sends a key with every request of an MCP client.
-type bearer struct {
+// mcpBearer sends a key with every request of an MCP client.
+type mcpBearer struct {
 	key  string
 	base http.RoundTripper
 }
 
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+func (b mcpBearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.key)
 	return b.base.RoundTrip(r)
@@ -58,7 +58,7 @@ func mcpSession(t *testing.T, gw *gwtest.Gateway, key string) (*mcp.ClientSessio
 	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
 	transport := &mcp.StreamableClientTransport{
 		Endpoint:   gw.URL + "/mcp",
-		HTTPClient: &http.Client{Transport: bearer{key: key, base: http.DefaultTransport}},
+		HTTPClient: &http.Client{Transport: mcpBearer{key: key, base: http.DefaultTransport}},
 		MaxRetries: -1,
 	}
 	cs, err := client.Connect(context.Background(), transport, nil)

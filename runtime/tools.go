@@ -118,15 +118,16 @@ func (rn *run) agentTools() []*graphs.Tool {
 	if rn.tools != nil {
 		return rn.tools
 	}
-	rn.tools = rn.agent.Tools
+	tools := slices.Clip(rn.agent.Tools) // appending copies: agents are shared
 	if src := rn.opts.ToolSource; src != nil {
 		for _, t := range src.Tools(rn.agent) {
 			// A memory tool of the graph keeps its name.
 			if rn.memoryTool(t.Name) == nil {
-				rn.tools = append(slices.Clip(rn.tools), t)
+				tools = append(tools, t)
 			}
 		}
 	}
+	rn.tools = tools
 	if rn.tools == nil {
 		rn.tools = []*graphs.Tool{} // read: none
 	}
