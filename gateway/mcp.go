@@ -2,10 +2,10 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -33,17 +33,10 @@ type mcpOutput struct {
 	SessionID string `json:"sessionId" jsonschema:"the session, empty for a stateless run"`
 }
 
-// mcpCallerKey carries what the route knows of the caller to the tool
-// handlers, which see the request's context.
+// mcpCallerKey carries the /mcp request's gin context (its principal, and
+// where its run's tokens are charged) to the tool handlers, which see the
+// request's context.
 type mcpCallerKey struct{}
-
-// mcpCaller is the caller of one /mcp request.
-type mcpCaller struct {
-	principal string
-	// tokens sums the usage of the request's runs, charged to the key's
-	// rate limits once the request is over, as for /v1.
-	tokens atomic.Int64
-}
 
 // newMCPHandler builds the /mcp handler: a stateless streamable HTTP server
 // (no MCP session to keep, so any gateway behind a load balancer can answer
@@ -73,49 +66,67 @@ func (s *Server) newMCPHandler() http.Handler {
 	})
 }
 
-// serveMCP hands the request, with its principal, to the MCP handler.
+// serveMCP hands the request, with its caller, to the MCP handler, which
+// serves it before it returns (the server is stateless).
 func (s *Server) serveMCP(c *gin.Context) {
-	caller := &mcpCaller{principal: principal(c)}
-	ctx := context.WithValue(c.Request.Context(), mcpCallerKey{}, caller)
+	ctx := context.WithValue(c.Request.Context(), mcpCallerKey{}, c)
 	s.mcp.ServeHTTP(c.Writer, c.Request.WithContext(ctx))
-	if n := caller.tokens.Load(); n > 0 {
-		c.Set(usageKey, n)
-	}
 }
 
-// runGraphTool runs graph g for one tool call. A run that fails is a tool
-// error (isError) whose text is the code and message /v1 would answer.
+// runGraphTool runs graph g for one tool call, through serveRun as every
+// route runs a graph. A run that fails is a tool error (isError) whose text
+// is the code and message /v1 would answer.
 func (s *Server) runGraphTool(ctx context.Context, g *graphs.Graph, in mcpInput) (*mcp.CallToolResult, mcpOutput, error) {
 	start := time.Now()
+	c, _ := ctx.Value(mcpCallerKey{}).(*gin.Context)
+	if c == nil {
+		return nil, mcpOutput{}, errors.New("internal error: no request")
+	}
 	fail := func(e *Error) (*mcp.CallToolResult, mcpOutput, error) {
-		s.observe(g.Name, e.Status, e.Code, start, 0)
 		return nil, mcpOutput{}, fmt.Errorf("%s: %s", e.Code, e.Message)
 	}
-	if strings.TrimSpace(in.Message) == "" {
-		return fail(badRequest("message", "message is required"))
+	var bad *Error
+	switch {
+	case strings.TrimSpace(in.Message) == "":
+		bad = badRequest("message", "message is required")
+	case in.SessionID != "" && !validSessionID(in.SessionID):
+		bad = badRequest("session_id", "invalid session_id: 1 to 128 of A-Z a-z 0-9 . _ : -")
 	}
-	if in.SessionID != "" && !validSessionID(in.SessionID) {
-		return fail(badRequest("session_id", "invalid session_id: 1 to 128 of A-Z a-z 0-9 . _ : -"))
+	if bad != nil {
+		s.observe(g.Name, bad.Status, bad.Code, start, 0)
+		return fail(bad)
 	}
-	if m := s.opts.Metrics; m != nil {
-		m.Inflight(1)
-		defer m.Inflight(-1)
-	}
-	caller, _ := ctx.Value(mcpCallerKey{}).(*mcpCaller)
-	if caller == nil {
-		caller = &mcpCaller{}
-	}
-	res, err := s.opts.Runner.Run(ctx, &runtime.Request{
+	r := &mcpRenderer{}
+	s.serveRun(c, &runCall{graph: g, start: start, req: &runtime.Request{
 		Graph:     g,
 		Messages:  []runtime.Message{{Role: runtime.RoleUser, Content: in.Message}},
-		Principal: caller.principal,
+		Principal: principal(c),
 		SessionID: in.SessionID,
-	}, nil)
-	if err != nil {
-		return fail(s.runError(g, err))
+	}}, r)
+	if r.err != nil {
+		return fail(r.err)
 	}
-	caller.tokens.Add(int64(res.Usage.TotalTokens))
-	s.observe(g.Name, http.StatusOK, "", start, res.ExternalTime)
-	out := mcpOutput{AgentName: res.Agent, SessionID: in.SessionID}
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Message.Content}}}, out, nil
+	out := mcpOutput{AgentName: r.res.Agent, SessionID: in.SessionID}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: r.res.Message.Content}}}, out, nil
+}
+
+// mcpRenderer keeps a run's result or failure for the tool call to return:
+// the SDK writes the reply.
+type mcpRenderer struct {
+	res *runtime.Result
+	err *Error
+}
+
+// events: a tool result needs only the run's result.
+func (r *mcpRenderer) events() func(runtime.Event) { return nil }
+
+func (r *mcpRenderer) result(res *runtime.Result) *Error {
+	r.res = res
+	return nil
+}
+
+// fail keeps the failure, which the tool call returns as a tool error.
+func (r *mcpRenderer) fail(e *Error) bool {
+	r.err = e
+	return true
 }
