@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -35,7 +36,7 @@ type proc struct {
 	name string
 	cmd  *exec.Cmd
 	base string // http://127.0.0.1:port
-	log  bytes.Buffer
+	log  syncBuffer
 }
 
 // start runs bin with args (where "{addr}" is replaced by a free loopback
@@ -176,4 +177,31 @@ func (p *proc) metrics() (map[string]float64, error) {
 		return nil, fmt.Errorf("scrape %s: no %s", p.name, mallocs)
 	}
 	return out, nil
+}
+
+// syncBuffer is a process's log: os/exec writes it from its own goroutine
+// while the harness reads it between phases.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String returns what was written so far.
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// Len returns how many bytes were written so far.
+func (b *syncBuffer) Len() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Len()
 }
