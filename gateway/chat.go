@@ -84,7 +84,7 @@ func (s *Server) chatCompletions(c *gin.Context) {
 		if s.proxies != nil && s.passthrough(c, req.Model, body) {
 			return
 		}
-		s.abortRequest(c, "", start, &Error{Status: http.StatusNotFound, Code: codeModelNotFound, Param: "model", Message: "the model " + req.Model + " does not exist; GET /v1/models lists the graphs"})
+		s.abortRequest(c, "", start, errModelNotFound(req.Model))
 		return
 	}
 	sessionID := c.GetHeader(s.cfg.Server.SessionHeader)

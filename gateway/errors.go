@@ -137,3 +137,9 @@ func (e *Error) body() errorBody {
 	}
 	return errorBody{Error: d}
 }
+
+// errModelNotFound answers a request for a model that is no graph, on every
+// route that runs one.
+func errModelNotFound(model string) *Error {
+	return &Error{Status: http.StatusNotFound, Code: codeModelNotFound, Param: "model", Message: "the model " + model + " does not exist; GET /v1/models lists the graphs"}
+}

@@ -53,7 +53,7 @@ func (s *Server) createResponse(c *gin.Context) {
 	}
 	g, ok := s.cfg.Graphs[req.Model]
 	if !ok {
-		s.abortRequest(c, "", start, &Error{Status: http.StatusNotFound, Code: codeModelNotFound, Param: "model", Message: "the model " + req.Model + " does not exist; GET /v1/models lists the graphs"})
+		s.abortRequest(c, "", start, errModelNotFound(req.Model))
 		return
 	}
 	if s.opts.Responses == nil && req.stored() {
