@@ -110,6 +110,7 @@ func New(opts Options) *Server {
 	v1.DELETE("/memory/:slot", s.deleteMemory)
 	s.mcp = s.newMCPHandler()
 	e.POST("/mcp", s.track, s.auth, s.rateLimit, s.admitRun, s.serveMCP)
+	s.routeConsole(e)
 	e.NoRoute(func(c *gin.Context) {
 		// Every /v1/... route needs a key, even one that does not exist:
 		// without one, nothing is told about the API.
