@@ -143,12 +143,13 @@ type rawTool struct {
 	HTTP *rawHTTP `yaml:"http"`
 }
 
-// rawHTTP is a webhook: a tool's `http:` or a handoff's `on_handoff:`.
+// rawHTTP is a webhook: a tool's `http:`, a handoff's `on_handoff:`, a
+// graph's `pre_tool_call:` or `on_approval_required:`.
 type rawHTTP struct {
 	// URL receives a POST of the JSON payload; required.
 	URL string `yaml:"url"`
-	// Timeout bounds one call, a Go duration; default 30s for tools, 5s
-	// for on_handoff hooks.
+	// Timeout bounds one call, a Go duration; default 30s for tools, 2s
+	// for pre_tool_call, 5s for the other hooks.
 	Timeout string `yaml:"timeout"`
 }
 
@@ -255,4 +256,10 @@ type rawGraph struct {
 	Permissions []rawRule `yaml:"permissions"`
 	// ApprovalTTL is how long an approval lives; default 24h.
 	ApprovalTTL string `yaml:"approval_ttl"`
+	// PreToolCall is asked about every call the gateway would execute,
+	// before the rules are read; default none. Its timeout defaults to 2s.
+	PreToolCall *rawHTTP `yaml:"pre_tool_call"`
+	// OnApprovalRequired is told when a run pauses with new approvals;
+	// default none. Its timeout defaults to 5s.
+	OnApprovalRequired *rawHTTP `yaml:"on_approval_required"`
 }

@@ -36,6 +36,9 @@ const (
 	DefaultStreamIdleTimeout = 60 * time.Second
 	DefaultToolTimeout       = 30 * time.Second
 	DefaultHookTimeout       = 5 * time.Second
+	// DefaultPreToolCallTimeout bounds a pre_tool_call hook's answer: the
+	// call waits for it, so it is shorter than the other hooks'.
+	DefaultPreToolCallTimeout = 2 * time.Second
 	// DefaultMCPTimeout bounds one call of an MCP server's tool.
 	DefaultMCPTimeout  = 30 * time.Second
 	DefaultMaxHandoffs = 5

@@ -143,8 +143,15 @@ type Graph struct {
 	OutputGuardrails []*Guardrail
 	// Permissions are read before the active agent's (docs/permissions.md).
 	Permissions []Rule
-	// ApprovalTTL is how long an approval lives (default 24h).
+	// ApprovalTTL is how long an approval lives (default 24h), and how
+	// long a decided one is kept.
 	ApprovalTTL time.Duration
+	// PreToolCall is asked about every call the gateway would execute
+	// before the rules are read (docs/permissions.md); nil: no hook.
+	PreToolCall *Hook
+	// OnApprovalRequired is POSTed the approvals of a run that pauses for
+	// new ones; nil: no hook.
+	OnApprovalRequired *Hook
 }
 
 // Agent is one compiled agent. Agents are shared between graphs.
@@ -262,8 +269,9 @@ func (c *Condition) Holds(metadata map[string]string, principal string) bool {
 	return true
 }
 
-// Hook is an on_handoff webhook.
+// Hook is a webhook of the config: a handoff's on_handoff, a graph's
+// pre_tool_call or on_approval_required.
 type Hook struct {
 	URL     string
-	Timeout time.Duration // default 5s
+	Timeout time.Duration // default 5s; 2s for pre_tool_call
 }

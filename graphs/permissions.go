@@ -100,5 +100,22 @@ func compileGraphPermissions(raw map[string]rawGraph, graphs map[string]*Graph, 
 		subject := fmt.Sprintf("graph %q", name)
 		g.Permissions = c.rules(raw[name].Permissions, subject)
 		g.ApprovalTTL = duration(raw[name].ApprovalTTL, DefaultApprovalTTL, subject+": approval_ttl", p)
+		g.PreToolCall = hook(raw[name].PreToolCall, DefaultPreToolCallTimeout, subject+": pre_tool_call", p)
+		g.OnApprovalRequired = hook(raw[name].OnApprovalRequired, DefaultHookTimeout, subject+": on_approval_required", p)
 	}
+}
+
+// hook compiles a graph's webhook; nil when the config has none.
+func hook(r *rawHTTP, def time.Duration, where string, p *problems) *Hook {
+	if r == nil {
+		return nil
+	}
+	h := &Hook{URL: r.URL}
+	if h.URL == "" {
+		p.addf("%s: url is required", where)
+	} else {
+		checkURL(h.URL, where+".url", p)
+	}
+	h.Timeout = duration(r.Timeout, def, where+".timeout", p)
+	return h
 }

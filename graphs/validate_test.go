@@ -3,6 +3,7 @@ package graphs
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -428,7 +429,7 @@ graphs: {support: {lead: triage}}`,
 		{
 			name: "graph",
 			yml:  "agents: {triage: {model: openai/m}}\ngraphs: {support: {lead: triage, max_turns: 3}}",
-			want: `config invalid: graphs.support: unknown key "max_turns" (line 2); known keys: lead, description, max_handoffs, max_steps, max_tool_calls_per_turn, tool_concurrency, memory, instructions, max_tokens_per_run, input_guardrails, output_guardrails, permissions, approval_ttl`,
+			want: `config invalid: graphs.support: unknown key "max_turns" (line 2); known keys: lead, description, max_handoffs, max_steps, max_tool_calls_per_turn, tool_concurrency, memory, instructions, max_tokens_per_run, input_guardrails, output_guardrails, permissions, approval_ttl, pre_tool_call, on_approval_required`,
 		},
 		{
 			name: "provider",
@@ -554,5 +555,44 @@ graphs:
 	r := g.Lead.Permissions[0]
 	if !r.Matches("x_refund", map[string]string{"plan": "pro"}, "") || r.Matches("x_refund", nil, "") || r.Matches("y_x_refund", map[string]string{"plan": "pro"}, "") {
 		t.Errorf("rule %+v matches wrongly", r)
+	}
+}
+
+// A graph's pre_tool_call and on_approval_required hooks need an absolute
+// http(s) url and a positive timeout; their timeouts default to 2s and 5s.
+func TestPermissionHooks(t *testing.T) {
+	base := `
+providers: {p: {base_url: "http://127.0.0.1:1/v1"}}
+agents: {a: {model: p/m}}
+graphs:
+  g:
+    lead: a
+`
+	set, err := Parse([]byte(base+"    pre_tool_call: {url: \"http://127.0.0.1:7000/gate\"}\n    on_approval_required: {url: \"https://hooks.example/notify\", timeout: 1s}\n"), nil, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := set.Graphs["g"]
+	if g.PreToolCall == nil || g.PreToolCall.URL != "http://127.0.0.1:7000/gate" || g.PreToolCall.Timeout != 2*time.Second {
+		t.Errorf("pre_tool_call %+v", g.PreToolCall)
+	}
+	if g.OnApprovalRequired == nil || g.OnApprovalRequired.Timeout != time.Second {
+		t.Errorf("on_approval_required %+v", g.OnApprovalRequired)
+	}
+	if set, err := Parse([]byte(base), nil, func(string) string { return "" }); err != nil || set.Graphs["g"].PreToolCall != nil || set.Graphs["g"].OnApprovalRequired != nil {
+		t.Errorf("no hooks: %v", err)
+	}
+	bad := base + "    pre_tool_call: {url: \"/gate\", timeout: soon}\n    on_approval_required: {timeout: -1s}\n"
+	got := problemsOf(t, bad, nil)
+	want := []string{
+		`config invalid: graph "g": on_approval_required: url is required`,
+		`config invalid: graph "g": on_approval_required.timeout: must be positive, got "-1s"`,
+		`config invalid: graph "g": pre_tool_call.url: "/gate" is not an absolute http(s) URL`,
+		`config invalid: graph "g": pre_tool_call.timeout: "soon" is not a duration (write e.g. "500ms", "30s", "24h")`,
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
 	}
 }

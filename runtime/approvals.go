@@ -169,8 +169,9 @@ func (rn *run) openApprovals() bool {
 // moveOn answers the open calls of a paused turn when the request brings a
 // new message instead of the decisions: each is rejected (its approval
 // too), so that the transcript stays whole, and the run goes on with the
-// new message.
-func (rn *run) moveOn() {
+// new message. Each call an approval held counts as rejected, on the
+// request's span (the call's own span ended with the pause).
+func (rn *run) moveOn(ctx context.Context) {
 	ai := lastAssistant(rn.history)
 	if ai < 0 {
 		return
@@ -192,6 +193,7 @@ func (rn *run) moveOn() {
 				a.Status, a.Reason = ApprovalRejected, rejectedNewMessage
 			}
 			a.Used = true
+			rn.recordDecision(ctx, c.Function.Name, DecisionRejected, SourceApprover)
 		} else if rn.classify(c).kind == callClient {
 			continue
 		}
@@ -214,3 +216,39 @@ func (rn *run) approvalFor(callID string) *Approval {
 	}
 	return nil
 }
+
+// notifyApprovals POSTs the approvals this run's pause created to the
+// graph's on_approval_required hook, once the pause is saved. It runs on a
+// goroutine of its own, bounded by the hook's timeout, so that the reply
+// does not wait for it (Runner.Wait waits for it); a failure is logged,
+// never fatal. A later request that finds them still pending does not
+// call it again.
+func (rn *run) notifyApprovals(ctx context.Context) {
+	h := rn.graph.OnApprovalRequired
+	if h == nil || rn.opts.Hooks == nil || len(rn.asked) == 0 {
+		return
+	}
+	payload := approvalNotice{SessionID: rn.req.SessionID, Principal: rn.req.Principal, Graph: rn.graph.Name, Approvals: rn.asked}
+	hooks, log := rn.opts.Hooks, rn.log
+	ctx = context.WithoutCancel(ctx) // the reply may be sent before it answers
+	rn.notifying.Add(1)
+	go func() {
+		defer rn.notifying.Done()
+		if err := hooks.Call(ctx, h, payload); err != nil {
+			log.Warn("on_approval_required hook failed", "session", payload.SessionID, "url", h.URL, "err", err)
+		}
+	}()
+}
+
+// approvalNotice is what on_approval_required is POSTed.
+type approvalNotice struct {
+	SessionID string     `json:"sessionId"`
+	Principal string     `json:"principal"`
+	Graph     string     `json:"graph"`
+	Approvals []Approval `json:"approvals"`
+}
+
+// Wait waits until the Runner's on_approval_required calls in flight are
+// done; each is bounded by its hook's timeout. Call it before the process
+// (or a test) ends.
+func (r *Runner) Wait() { r.notifying.Wait() }

@@ -170,6 +170,10 @@ type ToolInvocation struct {
 
 	rn   *run
 	args orderedArgs // a handoff's validated arguments, set by the run
+	// perm is the permission gate's decision, for the observer to count
+	// and trace; nil when the gate decided nothing new (a call still
+	// pending, or one refused whatever is decided).
+	perm *permDecision
 }
 
 // ToolRefusal is a tool error a call is answered with (docs/handoffs.md).

@@ -55,6 +55,8 @@ type run struct {
 	approvals      []Approval
 	approvalsDirty bool
 	apprMu         sync.Mutex
+	// asked are the approvals this run created, for on_approval_required.
+	asked []Approval
 
 	handoffs int
 	usage    Usage
@@ -166,6 +168,9 @@ func (ri *RunInfo) Steps() int { return int(ri.shared.steps.Load()) }
 func (rn *run) finish(ctx context.Context, msg Message, reason string, s *Suspension) error {
 	if err := rn.save(ctx, rn.agent, true); err != nil {
 		return err
+	}
+	if s != nil {
+		rn.notifyApprovals(ctx)
 	}
 	if reason == "" {
 		reason = "stop"

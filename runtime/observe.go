@@ -130,6 +130,7 @@ func (o *observer) InterceptTool(next ToolFunc) ToolFunc {
 		}
 		start := time.Now()
 		res, err := next(ctx, call)
+		o.permission(span, call)
 		if res.Suspend == "" {
 			failed := err != nil || res.Code != ""
 			o.metrics.ToolCall(call.Tool.Name, time.Since(start).Seconds(), failed)
@@ -148,14 +149,19 @@ func (o *observer) InterceptTool(next ToolFunc) ToolFunc {
 }
 
 // handoff records a handoff call as a span and a count once its outcome is
-// known; a refused one is an error. A suspended call has no outcome yet.
+// known; a refused one is an error. A suspended call has no outcome yet:
+// it has a span (outcome pending) only when the gate held it just now, to
+// carry that decision, and is not counted.
 func (o *observer) handoff(ctx context.Context, call *ToolInvocation, next ToolFunc) (ToolResult, error) {
 	res, err := next(ctx, call)
-	if err != nil || res.Suspend != "" {
+	if err != nil || (res.Suspend != "" && call.perm == nil) {
 		return res, err
 	}
 	outcome := res.Code
-	if outcome == "" {
+	switch {
+	case res.Suspend != "":
+		outcome = outcomePending
+	case outcome == "":
 		outcome = outcomeAccepted
 	}
 	from, to := call.Agent.Name, call.Handoff.Target.Name
@@ -168,13 +174,48 @@ func (o *observer) handoff(ctx context.Context, call *ToolInvocation, next ToolF
 			genai.HandoffToolCallID.String(call.Call.ID),
 			genai.HandoffOutcome.String(outcome),
 		)
-		if outcome != outcomeAccepted {
+		if outcome != outcomeAccepted && outcome != outcomePending {
 			span.SetStatus(codes.Error, outcome)
 		}
 	}
+	o.permission(span, call)
 	span.End()
-	o.metrics.Handoff(call.Run.Graph.Name, from, to, outcome)
+	if outcome != outcomePending {
+		o.metrics.Handoff(call.Run.Graph.Name, from, to, outcome)
+	}
 	return res, nil
+}
+
+// recordDecision counts and records a decision taken outside the tool
+// chain, on ctx's span.
+func (rn *run) recordDecision(ctx context.Context, tool, decision, source string) {
+	rn.metrics.PermissionDecision(rn.graph.Name, tool, decision)
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		span.AddEvent(genai.EventPermissionDecision, trace.WithAttributes(
+			genai.PermissionDecision.String(decision),
+			genai.PermissionSource.String(source),
+			genai.ToolName.String(tool),
+		))
+	}
+}
+
+// outcomePending is a handoff span's outcome when an approval holds it.
+const outcomePending = "pending"
+
+// permission counts the gate's decision on a call and records it as a
+// permission.decision event on the call's span.
+func (o *observer) permission(span trace.Span, call *ToolInvocation) {
+	p := call.perm
+	if p == nil {
+		return
+	}
+	o.metrics.PermissionDecision(call.Run.Graph.Name, call.Call.Function.Name, p.decision)
+	if span.IsRecording() {
+		span.AddEvent(genai.EventPermissionDecision, trace.WithAttributes(
+			genai.PermissionDecision.String(p.decision),
+			genai.PermissionSource.String(p.source),
+		))
+	}
 }
 
 // toolFailure is the error of a failed tool result that gave no cause.
@@ -208,3 +249,4 @@ type nopMetrics struct{}
 func (nopMetrics) Handoff(string, string, string, string)         {}
 func (nopMetrics) ModelCall(string, string, float64, Usage, bool) {}
 func (nopMetrics) ToolCall(string, float64, bool)                 {}
+func (nopMetrics) PermissionDecision(string, string, string)      {}

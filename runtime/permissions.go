@@ -2,9 +2,10 @@ package runtime
 
 import (
 	"context"
-	"encoding/json"
 	"strconv"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/switchboard-ai/switchboard/graphs"
 )
@@ -16,17 +17,40 @@ import (
 // suspends the run, and when the session's next request resumes the turn
 // the call passes the gate again, which then answers with the decision.
 
-// permissionGate is the Runner's own gate interceptor.
-type permissionGate struct{ BaseInterceptor }
+// permissionGate is the Runner's own gate interceptor. It records each
+// decision on the call (ToolInvocation.perm); the observer, outside it,
+// counts it and puts it on the call's span.
+type permissionGate struct {
+	BaseInterceptor
+	tracer trace.Tracer
+}
+
+// The decisions and their sources (docs/permissions.md).
+const (
+	DecisionAllowed  = "allowed"
+	DecisionDenied   = "denied"
+	DecisionPending  = "pending"
+	DecisionApproved = "approved"
+	DecisionRejected = "rejected"
+	DecisionExpired  = "expired"
+
+	SourceRule       = "rule"
+	SourceHook       = "hook"
+	SourceDefault    = "default"
+	SourceRemembered = "remembered"
+	SourceApprover   = "approver"
+)
+
+// permDecision is what the gate decided about one call.
+type permDecision struct{ decision, source string }
 
 // InterceptTool decides each call before next runs it.
-func (permissionGate) InterceptTool(next ToolFunc) ToolFunc {
+func (g permissionGate) InterceptTool(next ToolFunc) ToolFunc {
 	return func(ctx context.Context, inv *ToolInvocation) (ToolResult, error) {
 		if inv.Refusal != nil || inv.rn == nil {
 			return next(ctx, inv)
 		}
 		rn := inv.rn
-		name := inv.Call.Function.Name
 		rn.apprMu.Lock()
 		a := rn.approvalFor(inv.Call.ID)
 		var held Approval
@@ -40,46 +64,111 @@ func (permissionGate) InterceptTool(next ToolFunc) ToolFunc {
 		}
 		rn.apprMu.Unlock()
 		if a != nil {
+			// The approval carries the decision, and the arguments the
+			// hook may have rewritten: the hook is not asked again.
 			switch held.Status {
 			case ApprovalApproved:
+				inv.perm = &permDecision{DecisionApproved, SourceApprover}
 				inv.Call.Function.Arguments = string(held.Arguments)
 				return next(ctx, inv)
 			case ApprovalRejected:
 				msg := held.Reason
+				inv.perm = &permDecision{DecisionRejected, SourceApprover}
+				if msg == rejectedExpired {
+					inv.perm.decision = DecisionExpired
+				}
 				if msg == "" {
 					msg = rejectedDefault
 				}
 				return ToolError(codeRejected, msg), nil
 			default:
+				// Still pending: counted when it paused.
 				return ToolResult{Suspend: SuspendApproval, Data: held}, nil
 			}
 		}
-		switch decideRules(inv.Run, inv.Agent, name) {
-		case graphs.ActionDeny:
-			return ToolError(codeDenied, strconv.Quote(name)+" is denied by a permission rule"), nil
-		case graphs.ActionAsk:
-			if rn.saver == nil {
-				return ToolError(codeDenied, "approval requires a session"), nil
-			}
-			if rn.remembered(inv.Agent.Name, name) {
-				return next(ctx, inv)
-			}
-			return rn.ask(inv), nil
-		}
-		return next(ctx, inv)
+		return g.decide(ctx, inv, next)
 	}
 }
 
+// decide asks the hook, if the graph has one, then reads the rules; the
+// stricter action wins.
+func (g permissionGate) decide(ctx context.Context, inv *ToolInvocation, next ToolFunc) (ToolResult, error) {
+	rn := inv.rn
+	hooked := false
+	var verdict HookVerdict
+	if h := inv.Run.Graph.PreToolCall; h != nil {
+		v, err := g.askHook(ctx, inv, h)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ToolResult{}, ctx.Err() // the run is over, not the hook's fault
+			}
+			inv.perm = &permDecision{DecisionDenied, SourceHook}
+			return ToolError(codeDenied, "the pre_tool_call hook failed: "+err.Error()), nil
+		}
+		if v.Arguments != nil {
+			rn.rewriteArgs(inv, v.Arguments)
+		}
+		verdict, hooked = v, true
+	}
+	name := inv.Call.Function.Name
+	action, matched := decideRules(inv.Run, inv.Agent, name)
+	source := SourceDefault
+	if matched {
+		source = SourceRule
+	}
+	// The hook is asked first; a rule changes its decision only when it is
+	// stricter.
+	if hooked && strictness(verdict.Action) >= strictness(action) {
+		action, source = verdict.Action, SourceHook
+	}
+	switch action {
+	case graphs.ActionDeny:
+		inv.perm = &permDecision{DecisionDenied, source}
+		msg := strconv.Quote(name) + " is denied by a permission rule"
+		if source == SourceHook {
+			msg = verdict.Reason
+			if msg == "" {
+				msg = strconv.Quote(name) + " is denied by the pre_tool_call hook"
+			}
+		}
+		return ToolError(codeDenied, msg), nil
+	case graphs.ActionAsk:
+		if rn.saver == nil {
+			inv.perm = &permDecision{DecisionDenied, source}
+			return ToolError(codeDenied, "approval requires a session"), nil
+		}
+		if rn.remembered(inv.Agent.Name, name) {
+			inv.perm = &permDecision{DecisionAllowed, SourceRemembered}
+			return next(ctx, inv)
+		}
+		inv.perm = &permDecision{DecisionPending, source}
+		return rn.ask(inv), nil
+	}
+	inv.perm = &permDecision{DecisionAllowed, source}
+	return next(ctx, inv)
+}
+
+// strictness orders actions: deny > ask > allow.
+func strictness(a graphs.Action) int {
+	switch a {
+	case graphs.ActionDeny:
+		return 2
+	case graphs.ActionAsk:
+		return 1
+	}
+	return 0
+}
+
 // decideRules reads the graph's rules, then the agent's; no match allows.
-func decideRules(ri *RunInfo, a *graphs.Agent, tool string) graphs.Action {
+func decideRules(ri *RunInfo, a *graphs.Agent, tool string) (graphs.Action, bool) {
 	for _, rules := range [][]graphs.Rule{ri.Graph.Permissions, a.Permissions} {
 		for i := range rules {
 			if rules[i].Matches(tool, ri.Metadata, ri.Principal) {
-				return rules[i].Action
+				return rules[i].Action, true
 			}
 		}
 	}
-	return graphs.ActionAllow
+	return graphs.ActionAllow, false
 }
 
 // ask records a pending approval for the call and holds it.
@@ -88,17 +177,14 @@ func (rn *run) ask(inv *ToolInvocation) ToolResult {
 	if ttl <= 0 {
 		ttl = graphs.DefaultApprovalTTL
 	}
-	args := json.RawMessage(inv.Call.Function.Arguments)
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(args, &obj) != nil || obj == nil {
-		args = json.RawMessage(`{}`)
-	}
+	args := objectArgs(inv.Call.Function.Arguments)
 	a := Approval{
 		ID: newApprovalID(), Tool: inv.Call.Function.Name, Arguments: args, Agent: inv.Agent.Name,
 		ToolCallID: inv.Call.ID, Status: ApprovalPending, ExpiresAt: time.Now().Add(ttl).Unix(),
 	}
 	rn.apprMu.Lock()
 	rn.approvals = append(rn.approvals, a)
+	rn.asked = append(rn.asked, a)
 	rn.approvalsDirty = true
 	rn.apprMu.Unlock()
 	return ToolResult{Suspend: SuspendApproval, Data: a}

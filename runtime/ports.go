@@ -205,7 +205,7 @@ var (
 	ErrStoreUnavailable = errors.New("session store unavailable")
 )
 
-// HookCaller calls an on_handoff webhook.
+// HookCaller calls an on_handoff or on_approval_required webhook.
 type HookCaller interface {
 	// Call POSTs payload as JSON to the hook; errors are logged and traced
 	// by the run, never fatal.
@@ -222,4 +222,7 @@ type Metrics interface {
 	ModelCall(provider, model string, seconds float64, usage Usage, failed bool)
 	// ToolCall records one server-side tool call.
 	ToolCall(tool string, seconds float64, failed bool)
+	// PermissionDecision counts one decision of the permission gate
+	// (allowed, denied, pending, approved, rejected, expired).
+	PermissionDecision(graph, tool, decision string)
 }

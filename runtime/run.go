@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"sync"
 
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
@@ -23,8 +24,12 @@ type Options struct {
 	// ToolSource adds the tools an agent is offered that exist only at run
 	// time (an MCP server's, once listed); nil: the configured ones only.
 	ToolSource ToolSource
-	// Hooks calls on_handoff webhooks; nil skips them.
+	// Hooks calls on_handoff and on_approval_required webhooks; nil skips
+	// them.
 	Hooks HookCaller
+	// PreToolCall asks graphs' pre_tool_call hooks; nil denies every call
+	// of a graph that has one (fail closed).
+	PreToolCall PreToolCallHook
 	// Memory keeps memory slots' facts for the <memory> blocks of system
 	// prompts; nil offers no memory slot. Their tools are run by Tools:
 	// register MemoryTools for graphs.ToolMemory.
@@ -46,6 +51,9 @@ type Runner struct {
 	log     *slog.Logger
 	chains  chains
 	prompts promptCache
+	metrics Metrics // never nil
+	// notifying counts on_approval_required calls in flight (Wait).
+	notifying sync.WaitGroup
 }
 
 // New returns a Runner.
@@ -70,7 +78,8 @@ func New(opts Options) *Runner {
 	// The budget is outside the spans: a call it refuses never starts. The
 	// permission gate is inside them, so that a decision is on the call's
 	// span.
-	r.chains = buildChains(append([]Interceptor{budget{}, obs, permissionGate{}}, opts.Interceptors...))
+	r.metrics = obs.metrics
+	r.chains = buildChains(append([]Interceptor{budget{}, obs, permissionGate{tracer: obs.tracer}}, opts.Interceptors...))
 	return r
 }
 

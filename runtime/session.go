@@ -58,7 +58,7 @@ func (r *Runner) runSession(ctx context.Context, req *Request, emit func(Event))
 	rn.info.Agent, rn.info.Input = rn.agent, input
 	switch paused := rn.openApprovals(); {
 	case paused && hasNewMessage(input):
-		rn.moveOn()
+		rn.moveOn(ctx)
 	case !paused && len(input) == 0:
 		return nil, fmt.Errorf("%w: a session request needs new input after its last assistant message", ErrInvalidRequest)
 	}

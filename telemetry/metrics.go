@@ -36,6 +36,7 @@ type Metrics struct {
 	tokens           *prometheus.CounterVec
 	toolCalls        *prometheus.CounterVec
 	toolDuration     *prometheus.HistogramVec
+	permissions      *prometheus.CounterVec
 
 	// The caches hold the children of the vectors per label set, so that
 	// recording skips the vectors' label hashing and locking.
@@ -44,6 +45,7 @@ type Metrics struct {
 	handoffObs  labelCache[[4]string, prometheus.Counter]
 	providerObs labelCache[[2]string, providerObservers]
 	toolObs     labelCache[string, toolObservers]
+	permObs     labelCache[[3]string, prometheus.Counter]
 }
 
 var _ runtime.Metrics = (*Metrics)(nil)
@@ -118,10 +120,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Duration of server-side tool calls.",
 			Buckets: toolBuckets,
 		}, []string{"tool"}),
+		permissions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchboard_permission_decisions_total",
+			Help: "Decisions of the permission gate, by graph, tool and decision (allowed, denied, pending, approved, rejected, expired).",
+		}, []string{"graph", "tool", "decision"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.requests, m.requestDuration, m.overhead, m.inflight, m.handoffs,
-			m.providerDuration, m.providerErrors, m.tokens, m.toolCalls, m.toolDuration)
+			m.providerDuration, m.providerErrors, m.tokens, m.toolCalls, m.toolDuration, m.permissions)
 	}
 	return m
 }
@@ -198,6 +204,15 @@ func (m *Metrics) ToolCall(tool string, seconds float64, failed bool) {
 	} else {
 		obs.ok.Inc()
 	}
+}
+
+// PermissionDecision counts one decision of the permission gate. A pending
+// call is counted pending when its run pauses, then once more when its
+// decision takes effect (approved, rejected or expired).
+func (m *Metrics) PermissionDecision(graph, tool, decision string) {
+	m.permObs.get([3]string{graph, tool, decision}, func() prometheus.Counter {
+		return m.permissions.WithLabelValues(graph, tool, decision)
+	}).Inc()
 }
 
 // Handler serves the metrics gathered by g in the Prometheus text format.

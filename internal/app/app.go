@@ -165,6 +165,7 @@ func (a *App) newGeneration(cfg *graphs.Set) (*generation, error) {
 		ToolSource:     servers,
 		Memory:         a.memory,
 		Hooks:          hooks,
+		PreToolCall:    hooks,
 		Interceptors:   []runtime.Interceptor{guard},
 		TracerProvider: a.tracing.Provider,
 		Metrics:        a.metrics,
@@ -184,7 +185,7 @@ func (a *App) newGeneration(cfg *graphs.Set) (*generation, error) {
 		Limiter:        a.limiter,
 		Memory:         a.memory,
 	})
-	return &generation{cfg: cfg, models: models, mcp: servers, gateway: gw, handler: gw.Handler()}, nil
+	return &generation{cfg: cfg, models: models, mcp: servers, gateway: gw, runner: runner, handler: gw.Handler()}, nil
 }
 
 // Handler returns the gateway's HTTP handler.

@@ -14,6 +14,7 @@ import (
 	"github.com/switchboard-ai/switchboard/graphs"
 	"github.com/switchboard-ai/switchboard/mcptools"
 	"github.com/switchboard-ai/switchboard/providers"
+	"github.com/switchboard-ai/switchboard/runtime"
 	"github.com/switchboard-ai/switchboard/telemetry"
 )
 
@@ -31,6 +32,7 @@ type generation struct {
 	models  *providers.Registry
 	mcp     *mcptools.Manager // the config's MCP servers, connected
 	gateway *gateway.Server
+	runner  *runtime.Runner
 	handler http.Handler
 	// refs counts requests this generation is serving.
 	refs atomic.Int64
@@ -156,6 +158,7 @@ func (gs *generations) close() {
 // close closes g's provider connections and its MCP servers (a stdio
 // server's process ends with them).
 func (g *generation) close() {
+	g.runner.Wait() // on_approval_required calls still in flight
 	g.models.Close()
 	g.mcp.Close()
 }

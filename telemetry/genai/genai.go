@@ -79,4 +79,17 @@ const (
 	// HandoffOutcome is switchboard.handoff.outcome: accepted, invalid_args,
 	// limit_exceeded, extra_in_turn or denied.
 	HandoffOutcome attribute.Key = "switchboard.handoff.outcome"
+	// PermissionDecision is switchboard.permission.decision, on a
+	// permission.decision event: allowed, denied, pending, approved,
+	// rejected or expired.
+	PermissionDecision attribute.Key = "switchboard.permission.decision"
+	// PermissionSource is switchboard.permission.source: rule, hook,
+	// default, remembered or approver.
+	PermissionSource attribute.Key = "switchboard.permission.source"
+	// PermissionHookAction is switchboard.permission.hook.action, the
+	// action a pre_tool_call hook answered, on its span.
+	PermissionHookAction attribute.Key = "switchboard.permission.hook.action"
 )
+
+// EventPermissionDecision is the span event of a permission gate's decision.
+const EventPermissionDecision = "permission.decision"
