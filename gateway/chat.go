@@ -68,34 +68,45 @@ type replyMetadata struct {
 // chatCompletions runs a graph, or proxies a plain model when passthrough
 // is on.
 func (s *Server) chatCompletions(c *gin.Context) {
+	// Decoding has a large frame and returns before the run: a stream's
+	// run stays on this goroutine's stack for as long as it lasts, and
+	// every frame below it is held by every open stream (issue 22).
+	if call, r := s.decodeChat(c); call != nil {
+		s.serveRun(c, call, r)
+	}
+}
+
+// decodeChat decodes a chat completion request into the run to make and
+// its renderer; on bad input it answers the request and returns nil.
+func (s *Server) decodeChat(c *gin.Context) (*runCall, renderer) {
 	start := time.Now()
 	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, s.cfg.Server.MaxBodyBytes))
 	if err != nil {
 		s.abortRequest(c, "", start, decodeError(err))
-		return
+		return nil, nil
 	}
 	req, e := decodeChatRequest(body)
 	if e != nil {
 		s.abortRequest(c, "", start, e)
-		return
+		return nil, nil
 	}
 	g, ok := s.cfg.Graphs[req.Model]
 	if !ok {
 		if s.proxies != nil && s.passthrough(c, req.Model, body) {
-			return
+			return nil, nil
 		}
 		s.abortRequest(c, "", start, errModelNotFound(req.Model))
-		return
+		return nil, nil
 	}
 	sessionID := c.GetHeader(s.cfg.Server.SessionHeader)
 	if sessionID != "" && !validSessionID(sessionID) {
 		s.abortRequest(c, g.Name, start, badRequest("", "invalid session id in %s: 1 to 128 of A-Z a-z 0-9 . _ : -", s.cfg.Server.SessionHeader))
-		return
+		return nil, nil
 	}
 	if len(req.Messages) == 0 && sessionID == "" {
 		// Only a paused session's request may bring no message.
 		s.abortRequest(c, g.Name, start, badRequest("messages", "messages must hold at least one message"))
-		return
+		return nil, nil
 	}
 	rreq := &runtime.Request{
 		Approvals:   req.decisions(),
@@ -111,10 +122,9 @@ func (s *Server) chatCompletions(c *gin.Context) {
 	}
 	call := &runCall{graph: g, req: rreq, start: start}
 	if req.Stream {
-		s.serveRun(c, call, s.newSSE(c, g, rreq.SessionID, req.StreamOptions != nil && req.StreamOptions.IncludeUsage))
-		return
+		return call, s.newSSE(c, g, rreq.SessionID, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
 	}
-	s.serveRun(c, call, &chatJSON{s: s, c: c, graph: g, sessionID: sessionID})
+	return call, &chatJSON{s: s, c: c, graph: g, sessionID: sessionID}
 }
 
 // chatJSON renders a run as one chat.completion object.

@@ -137,54 +137,61 @@ func (ic *Interceptor) InterceptAgent(next runtime.AgentFunc) runtime.AgentFunc 
 // the streamed text of an agent that has some until they passed.
 func (ic *Interceptor) InterceptModel(next runtime.ModelFunc) runtime.ModelFunc {
 	return func(ctx context.Context, call *runtime.ModelCall) (*runtime.ChatResponse, error) {
+		// An unguarded call goes through a small frame: a stream is read
+		// from under it for as long as it lasts (issue 22).
 		st := state(call.Run)
 		if st == nil {
 			return next(ctx, call)
 		}
-		output := outputGuardrails(call.Run.Graph, call.Agent)
-		var in *pending
-		if len(st.queue) > 0 {
-			in = ic.start(ctx, call, StageInput, st.input, st.queue)
-		}
-		if in == nil && len(output) == 0 {
-			return next(ctx, call)
-		}
-		mctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		if in != nil {
-			go func() {
-				select {
-				case <-in.tripped:
-					cancel()
-				case <-mctx.Done():
-				}
-			}()
-		}
-		h := &holder{out: call.OnDelta, in: in, all: len(output) > 0}
-		if call.OnDelta != nil {
-			call.OnDelta = h.delta
-			defer func() { call.OnDelta = h.out }()
-		}
-		resp, err := next(mctx, call)
-		if in != nil {
-			if err := in.wait(ctx); err != nil {
-				return nil, err
+		return ic.guardModel(ctx, call, st, next)
+	}
+}
+
+// guardModel is InterceptModel for a call of a guarded run.
+func (ic *Interceptor) guardModel(ctx context.Context, call *runtime.ModelCall, st *runState, next runtime.ModelFunc) (*runtime.ChatResponse, error) {
+	output := outputGuardrails(call.Run.Graph, call.Agent)
+	var in *pending
+	if len(st.queue) > 0 {
+		in = ic.start(ctx, call, StageInput, st.input, st.queue)
+	}
+	if in == nil && len(output) == 0 {
+		return next(ctx, call)
+	}
+	mctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if in != nil {
+		go func() {
+			select {
+			case <-in.tripped:
+				cancel()
+			case <-mctx.Done():
 			}
-			// Passed: a fallback call of this step, or the next step, is
-			// not checked again.
-			st.queue = nil
-		}
-		if err != nil {
+		}()
+	}
+	h := &holder{out: call.OnDelta, in: in, all: len(output) > 0}
+	if call.OnDelta != nil {
+		call.OnDelta = h.delta
+		defer func() { call.OnDelta = h.out }()
+	}
+	resp, err := next(mctx, call)
+	if in != nil {
+		if err := in.wait(ctx); err != nil {
 			return nil, err
 		}
-		if text := resp.Message.Content; text != "" && len(output) > 0 {
-			if err := ic.start(ctx, call, StageOutput, text, output).wait(ctx); err != nil {
-				return nil, err
-			}
-		}
-		h.flush()
-		return resp, nil
+		// Passed: a fallback call of this step, or the next step, is
+		// not checked again.
+		st.queue = nil
 	}
+	if err != nil {
+		return nil, err
+	}
+	if text := resp.Message.Content; text != "" && len(output) > 0 {
+		if err := ic.start(ctx, call, StageOutput, text, output).wait(ctx); err != nil {
+			return nil, err
+		}
+	}
+	h.flush()
+	return resp, nil
 }
 
 // outputGuardrails are the graph's then the agent's output guardrails.

@@ -21,49 +21,112 @@ import (
 // there. Within a stream, the idle timeout also bounds each wait for the
 // next chunk. Both work by cancelling the call's context with a cause,
 // which is how a provider timeout is told from the caller going away.
+//
+// A stream is read for as long as it lasts from under Chat, on the
+// request's goroutine, below the run loop and the gateway: every byte of
+// the frames between the handler and the socket read is held by every open
+// stream, and a goroutine whose deepest moment passes 16 KB keeps 32 KB of
+// stack to its end (issue 22). So Chat and stream keep their state in a
+// call on the heap, and what needs a large frame (building go-openai's
+// request and client, opening the stream, a retry's log line) is in
+// functions that have returned before the first chunk is read.
 func (u *upstream) Chat(ctx context.Context, req *runtime.ChatRequest, onDelta func(string)) (*runtime.ChatResponse, error) {
-	oreq, patch := toOpenAI(req)
-	callCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	deadline := time.AfterFunc(u.timeout, func() { cancel(errCallTimeout) })
-	defer deadline.Stop()
-	giveUp := time.Now().Add(u.timeout)
-	if d, ok := ctx.Deadline(); ok && d.Before(giveUp) {
-		giveUp = d
-	}
-
+	c := u.newCall(ctx, req)
+	defer c.end()
 	for try := 0; ; try++ {
-		a := &attempt{client: u.httpc, headers: u.headers, patch: patch, bodies: &u.bodies, tracer: u.tracer,
-			stream: req.Stream, maxBody: u.maxResponse, secrets: u.secrets}
-		cfg := openai.DefaultConfig(u.apiKey)
-		cfg.BaseURL = u.baseURL
-		cfg.HTTPClient = a
-		client := openai.NewClientWithConfig(cfg)
-
+		c.newAttempt()
 		var resp *runtime.ChatResponse
 		var err error
 		if req.Stream {
-			resp, err = u.stream(callCtx, cancel, client, a, oreq, onDelta)
+			if err = c.open(); err == nil {
+				resp, err = c.stream(onDelta)
+			}
 		} else {
-			resp, err = u.complete(callCtx, client, a, oreq)
+			resp, err = c.complete()
 		}
 		if err == nil {
 			return resp, nil
 		}
-		wait, ok := u.retryWait(try, a, err)
-		if !ok || callCtx.Err() != nil || time.Now().Add(wait).After(giveUp) {
-			return nil, u.classify(ctx, callCtx, req, err)
+		if err := c.retry(try, err); err != nil {
+			return nil, err
 		}
-		u.log.LogAttrs(ctx, slog.LevelWarn, "provider call failed, retrying",
-			slog.String("provider", u.name), slog.String("model", req.Model.Model),
-			slog.Int("attempt", try+1), slog.Duration("wait", wait), slog.String("error", u.classify(ctx, callCtx, req, err).Error()))
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-callCtx.Done():
-			t.Stop()
-			return nil, u.classify(ctx, callCtx, req, err)
-		}
+	}
+}
+
+// call is one call to an upstream, over its attempts.
+type call struct {
+	u      *upstream
+	req    *runtime.ChatRequest
+	oreq   openai.ChatCompletionRequest
+	patch  *bodyPatch
+	parent context.Context // the caller's
+	ctx    context.Context // the call's: cancelled at its timeout
+	cancel context.CancelCauseFunc
+	// deadline cancels ctx at the provider's timeout; giveUp is when the
+	// call, retries included, must be over.
+	deadline *time.Timer
+	giveUp   time.Time
+	a        attempt // the attempt in flight
+	// A stream's state: one chunk is decoded into again and again
+	// (decodeChunk), since a fresh one each made most of the garbage an
+	// open stream made.
+	acc   streamAcc
+	chunk openai.ChatCompletionStreamResponse
+}
+
+func (u *upstream) newCall(ctx context.Context, req *runtime.ChatRequest) *call {
+	c := &call{u: u, req: req, parent: ctx}
+	c.oreq, c.patch = toOpenAI(req)
+	c.ctx, c.cancel = context.WithCancelCause(ctx)
+	c.deadline = time.AfterFunc(u.timeout, c.timedOut)
+	c.giveUp = time.Now().Add(u.timeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(c.giveUp) {
+		c.giveUp = d
+	}
+	return c
+}
+
+func (c *call) timedOut() { c.cancel(errCallTimeout) }
+
+// end releases the call's context and timer.
+func (c *call) end() {
+	c.deadline.Stop()
+	c.cancel(nil)
+}
+
+// newAttempt starts a fresh attempt.
+func (c *call) newAttempt() {
+	u := c.u
+	c.a = attempt{client: u.httpc, headers: u.headers, patch: c.patch, bodies: &u.bodies, tracer: u.tracer,
+		stream: c.req.Stream, maxBody: u.maxResponse, secrets: u.secrets}
+}
+
+// client returns a go-openai client that sends through the attempt.
+func (c *call) client() *openai.Client {
+	cfg := openai.DefaultConfig(c.u.apiKey)
+	cfg.BaseURL = c.u.baseURL
+	cfg.HTTPClient = &c.a
+	return openai.NewClientWithConfig(cfg)
+}
+
+// retry decides whether the attempt try, which failed with err, is
+// retried, and waits for it: nil to try again, else the call's error.
+func (c *call) retry(try int, err error) error {
+	u := c.u
+	wait, ok := u.retryWait(try, &c.a, err)
+	if !ok || c.ctx.Err() != nil || time.Now().Add(wait).After(c.giveUp) {
+		return u.classify(c.parent, c.ctx, c.req, err)
+	}
+	u.log.LogAttrs(c.parent, slog.LevelWarn, "provider call failed, retrying",
+		slog.String("provider", u.name), slog.String("model", c.req.Model.Model),
+		slog.Int("attempt", try+1), slog.Duration("wait", wait), slog.String("error", u.classify(c.parent, c.ctx, c.req, err).Error()))
+	t := time.NewTimer(wait)
+	select {
+	case <-t.C:
+		return nil
+	case <-c.ctx.Done():
+		t.Stop()
+		return u.classify(c.parent, c.ctx, c.req, err)
 	}
 }
 
@@ -84,60 +147,68 @@ func (u *upstream) retryWait(try int, a *attempt, err error) (time.Duration, boo
 
 // complete makes one non-streamed attempt. The answer is decoded by the
 // attempt as it arrives (attempt.decode), not by go-openai.
-func (u *upstream) complete(ctx context.Context, client *openai.Client, a *attempt, oreq openai.ChatCompletionRequest) (*runtime.ChatResponse, error) {
-	if _, err := client.CreateChatCompletion(ctx, oreq); err != nil {
+func (c *call) complete() (*runtime.ChatResponse, error) {
+	if _, err := c.client().CreateChatCompletion(c.ctx, c.oreq); err != nil {
 		return nil, err
 	}
-	if a.answer == nil {
+	if c.a.answer == nil {
 		return nil, &answerError{"malformed answer: no body"}
 	}
-	out, err := fromOpenAI(a.answer)
+	out, err := fromOpenAI(c.a.answer)
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-// stream makes one streamed attempt. Once the stream is open, the idle
-// timer bounds each wait for the next event, within the call's deadline.
-func (u *upstream) stream(ctx context.Context, cancel context.CancelCauseFunc, client *openai.Client, a *attempt,
-	oreq openai.ChatCompletionRequest, onDelta func(string)) (*runtime.ChatResponse, error) {
-	// An open stream comes back as errStreamOpened, its body in a.
-	_, err := client.CreateChatCompletionStream(ctx, oreq)
+// open sends a streamed attempt; once it is open, its body is in c.a.
+func (c *call) open() error {
+	// An open stream comes back as errStreamOpened, its body in the
+	// attempt.
+	_, err := c.client().CreateChatCompletionStream(c.ctx, c.oreq)
 	switch {
 	case err == nil:
-		return nil, errors.New("providers: go-openai was handed an open stream")
+		return errors.New("providers: go-openai was handed an open stream")
 	case !errors.Is(err, errStreamOpened):
-		return nil, err
+		return err
 	}
-	defer a.body.Close()
-	idle := time.AfterFunc(u.idle, func() { cancel(errStreamIdle) })
-	defer idle.Stop()
+	return nil
+}
 
-	var acc streamAcc
-	// One chunk is decoded into again and again (decodeChunk): a stream is
-	// many small chunks, and a fresh one each made most of the garbage an
-	// open stream makes.
-	var chunk openai.ChatCompletionStreamResponse
-	events := newEventReader(a.body)
+// stream reads an open stream. The idle timer bounds each wait for the
+// next event, within the call's deadline.
+func (c *call) stream(onDelta func(string)) (*runtime.ChatResponse, error) {
+	defer c.a.body.Close()
+	idle := time.AfterFunc(c.u.idle, c.idle)
+	defer idle.Stop()
+	c.acc = streamAcc{}
+	events := newEventReader(c.a.body)
 	for {
 		data, err := events.next()
 		if errors.Is(err, io.EOF) {
-			// The answer is whole; a server that does not end the body
-			// at once loses its connection rather than delay the answer.
-			t := time.AfterFunc(drainWait, func() { cancel(errDrained) })
-			a.drain()
-			t.Stop()
+			c.drain()
 			break
 		}
 		if err != nil {
 			return nil, err
 		}
-		if err := decodeChunk(data, &chunk); err != nil {
+		if err := decodeChunk(data, &c.chunk); err != nil {
 			return nil, err
 		}
-		idle.Reset(u.idle)
-		acc.add(&chunk, onDelta)
+		idle.Reset(c.u.idle)
+		c.acc.add(&c.chunk, onDelta)
 	}
-	return acc.result()
+	return c.acc.result()
 }
+
+func (c *call) idle() { c.cancel(errStreamIdle) }
+
+// drain reads the rest of a whole answer's body: a server that does not
+// end the body at once loses its connection rather than delay the answer.
+func (c *call) drain() {
+	t := time.AfterFunc(drainWait, c.drained)
+	c.a.drain()
+	t.Stop()
+}
+
+func (c *call) drained() { c.cancel(errDrained) }

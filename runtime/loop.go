@@ -39,6 +39,7 @@ type run struct {
 	emitMu     sync.Mutex // serialises Emit of concurrent tool calls
 	usageMu    sync.Mutex // guards usage while a turn's sub-agents run
 	resumed    bool       // the turn a previous request suspended is done
+	streamed   bool       // the model call in flight sent text to the client
 
 	// The run's messages are history followed by transcript. history is
 	// the session as loaded, shared with the store and read only; the run
@@ -101,62 +102,94 @@ func runBase(ctx context.Context, info *RunInfo) (*Result, error) {
 
 // agentBase is the innermost AgentFunc: the agent's model turns. The run's
 // first agent first finishes a turn a previous request suspended.
+//
+// A streamed answer is read from under callModel, for as long as it lasts:
+// this loop's frame is on the stack of every open stream, so what needs a
+// large frame (a turn's tool calls, the save, the errors) is in functions
+// that return before the next model call (issue 22).
 func agentBase(ctx context.Context, call *AgentCall) error {
 	rn := call.rn
 	rn.emit(Event{Kind: EventAgentStart, Agent: call.Agent.Name})
 	if !rn.resumed {
 		rn.resumed = true
-		out, err := rn.resume(ctx)
-		if err != nil {
+		if done, err := rn.resumeTurn(ctx, call); done || err != nil {
 			return err
-		}
-		if out.suspended != nil {
-			return rn.finish(ctx, out.message, out.reason, out.suspended)
-		}
-		if out.handoff != nil {
-			call.Handoff = out.handoff
-			return nil
 		}
 	}
 	for {
-		if n := rn.info.shared.steps.Load(); n >= int64(rn.graph.MaxSteps) {
-			return fmt.Errorf("%w: the run would need model call %d (max_steps %d)", ErrMaxSteps, n+1, rn.graph.MaxSteps)
+		step, err := rn.nextStep()
+		if err != nil {
+			return err
 		}
-		step := int(rn.info.shared.steps.Add(1))
 		resp, err := rn.callModel(ctx, step)
 		if err != nil {
 			return err
 		}
-		rn.usage.Add(resp.Usage)
-		msg := resp.Message
-		msg.Role = RoleAssistant
-		msg.Handoff = nil
-		fillCallIDs(msg.ToolCalls)
-		rn.transcript = append(rn.transcript, msg)
-		if len(msg.ToolCalls) == 0 {
-			return rn.finish(ctx, msg, resp.FinishReason, nil)
-		}
-		out, err := rn.turn(ctx, msg.ToolCalls)
-		if err != nil {
+		if done, err := rn.afterModel(ctx, call, resp); done || err != nil {
 			return err
-		}
-		if out.suspended != nil {
-			return rn.finish(ctx, out.message, out.reason, out.suspended)
-		}
-		// The step's save records the agent that now holds the
-		// conversation: the handoff's target when there was one.
-		holder := rn.agent
-		if out.handoff != nil {
-			holder = out.handoff.Target
-		}
-		if err := rn.save(ctx, holder, false); err != nil {
-			return err
-		}
-		if out.handoff != nil {
-			call.Handoff = out.handoff
-			return nil
 		}
 	}
+}
+
+// resumeTurn finishes the turn a previous request suspended, if any; done
+// when the agent's part of the run is over.
+func (rn *run) resumeTurn(ctx context.Context, call *AgentCall) (done bool, err error) {
+	out, err := rn.resume(ctx)
+	if err != nil {
+		return true, err
+	}
+	if out.suspended != nil {
+		return true, rn.finish(ctx, out.message, out.reason, out.suspended)
+	}
+	if out.handoff != nil {
+		call.Handoff = out.handoff
+		return true, nil
+	}
+	return false, nil
+}
+
+// nextStep counts the model call about to be made, or refuses it past
+// max_steps.
+func (rn *run) nextStep() (int, error) {
+	if n := rn.info.shared.steps.Load(); n >= int64(rn.graph.MaxSteps) {
+		return 0, fmt.Errorf("%w: the run would need model call %d (max_steps %d)", ErrMaxSteps, n+1, rn.graph.MaxSteps)
+	}
+	return int(rn.info.shared.steps.Add(1)), nil
+}
+
+// afterModel takes a model's answer: the agent answered, or its tool
+// calls run; done when the agent's part of the run is over.
+func (rn *run) afterModel(ctx context.Context, call *AgentCall, resp *ChatResponse) (done bool, err error) {
+	rn.usage.Add(resp.Usage)
+	msg := resp.Message
+	msg.Role = RoleAssistant
+	msg.Handoff = nil
+	fillCallIDs(msg.ToolCalls)
+	rn.transcript = append(rn.transcript, msg)
+	if len(msg.ToolCalls) == 0 {
+		return true, rn.finish(ctx, msg, resp.FinishReason, nil)
+	}
+	out, err := rn.turn(ctx, msg.ToolCalls)
+	if err != nil {
+		return true, err
+	}
+	if out.suspended != nil {
+		return true, rn.finish(ctx, out.message, out.reason, out.suspended)
+	}
+	// The step's save records the agent that now holds the
+	// conversation: the handoff's target when there was one.
+	holder := rn.agent
+	if out.handoff != nil {
+		holder = out.handoff.Target
+	}
+	if err := rn.save(ctx, holder, false); err != nil {
+		return true, err
+	}
+	if out.handoff != nil {
+		call.Handoff = out.handoff
+		return true, nil
+	}
+	return false, nil
 }
 
 // Steps is how many model calls the run (with its sub-agents and the run

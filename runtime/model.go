@@ -4,15 +4,41 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/switchboard-ai/switchboard/graphs"
 )
 
 // callModel makes the current agent's next model call: its model, then its
 // fallbacks in order while a call fails before any text reached the client.
-// Each model tried is one call through the model chain.
+// Each model tried is one call through the model chain. A stream is read
+// from under it, so it keeps a small frame (see agentBase).
 func (rn *run) callModel(ctx context.Context, step int) (*ChatResponse, error) {
+	if err := rn.prepareModelCall(ctx, step); err != nil {
+		return nil, err
+	}
+	var err error
+	for _, ref := range rn.agent.Models {
+		rn.model.Request.Model = ref
+		start := time.Now()
+		var resp *ChatResponse
+		resp, err = rn.chains.model(ctx, &rn.model)
+		rn.external += time.Since(start)
+		if err == nil {
+			return resp, nil
+		}
+		if ctx.Err() != nil || rn.streamed || !(errors.Is(err, ErrUpstream) || errors.Is(err, ErrUpstreamTimeout)) {
+			break
+		}
+		rn.modelFailed(ref, err)
+	}
+	return nil, err
+}
+
+// prepareModelCall sets rn.model up for the step's call.
+func (rn *run) prepareModelCall(ctx context.Context, step int) error {
 	instructions, err := rn.instructions(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	req := &ChatRequest{
 		Messages: rn.histScan.promptWith(instructions, rn.history, rn.transcript),
@@ -21,31 +47,27 @@ func (rn *run) callModel(ctx context.Context, step int) (*ChatResponse, error) {
 		Stream:   rn.req.Stream,
 	}
 	req.ToolChoice = rn.choiceFor(req.Tools, step)
-	var streamed bool
+	rn.streamed = false
 	var onDelta func(string)
 	if rn.req.Stream {
-		agent := rn.agent.Name
-		onDelta = func(text string) {
-			streamed = true
-			rn.emit(Event{Kind: EventDelta, Agent: agent, Text: text})
-		}
+		onDelta = rn.deltaFor(rn.agent.Name)
 	}
 	rn.model = ModelCall{Run: &rn.info, Agent: rn.agent, Request: req, OnDelta: onDelta, Step: step}
-	for _, ref := range rn.agent.Models {
-		req.Model = ref
-		start := time.Now()
-		var resp *ChatResponse
-		resp, err = rn.chains.model(ctx, &rn.model)
-		rn.external += time.Since(start)
-		if err == nil {
-			return resp, nil
-		}
-		if ctx.Err() != nil || streamed || !(errors.Is(err, ErrUpstream) || errors.Is(err, ErrUpstreamTimeout)) {
-			break
-		}
-		rn.log.Warn("model call failed", "agent", rn.agent.Name, "model", ref.String(), "err", err)
+	return nil
+}
+
+// deltaFor returns the OnDelta of a streamed call of agent: each text
+// delta is an event.
+func (rn *run) deltaFor(agent string) func(string) {
+	return func(text string) {
+		rn.streamed = true
+		rn.emit(Event{Kind: EventDelta, Agent: agent, Text: text})
 	}
-	return nil, err
+}
+
+// modelFailed logs a model call that failed and is tried at a fallback.
+func (rn *run) modelFailed(ref graphs.ModelRef, err error) {
+	rn.log.Warn("model call failed", "agent", rn.agent.Name, "model", ref.String(), "err", err)
 }
 
 // modelBase is the innermost ModelFunc: the call to the Model.

@@ -33,78 +33,99 @@ func (o *observer) InterceptRun(next RunFunc) RunFunc { return next }
 
 // InterceptAgent opens the invoke_agent span of an agent taking the run;
 // the agent's model, tool and handoff spans are its children.
+//
+// This closure and InterceptModel's stay on the stack of a request's
+// goroutine for as long as its stream lasts, so they keep small frames:
+// setting attributes, which needs large ones, is done in functions that
+// return before the call is made or start after it (issue 22).
 func (o *observer) InterceptAgent(next AgentFunc) AgentFunc {
 	return func(ctx context.Context, call *AgentCall) error {
-		ctx, span := o.tracer.Start(ctx, "invoke_agent "+call.Agent.Name, trace.WithSpanKind(trace.SpanKindInternal))
-		if span.IsRecording() {
-			span.SetAttributes(
-				genai.OperationName.String(genai.OperationInvokeAgent),
-				genai.AgentName.String(call.Agent.Name),
-				genai.Graph.String(call.Run.Graph.Name),
-			)
-			if call.Run.SessionID != "" {
-				span.SetAttributes(genai.ConversationID.String(call.Run.SessionID))
-			}
-		}
+		ctx, span := o.startAgent(ctx, call)
 		err := next(ctx, call)
 		endSpan(span, err)
 		return err
 	}
 }
 
+func (o *observer) startAgent(ctx context.Context, call *AgentCall) (context.Context, trace.Span) {
+	ctx, span := o.tracer.Start(ctx, "invoke_agent "+call.Agent.Name, trace.WithSpanKind(trace.SpanKindInternal))
+	if span.IsRecording() {
+		span.SetAttributes(
+			genai.OperationName.String(genai.OperationInvokeAgent),
+			genai.AgentName.String(call.Agent.Name),
+			genai.Graph.String(call.Run.Graph.Name),
+		)
+		if call.Run.SessionID != "" {
+			span.SetAttributes(genai.ConversationID.String(call.Run.SessionID))
+		}
+	}
+	return ctx, span
+}
+
 // InterceptModel traces and counts one provider call.
 func (o *observer) InterceptModel(next ModelFunc) ModelFunc {
 	return func(ctx context.Context, call *ModelCall) (*ChatResponse, error) {
-		ref := call.Request.Model
-		ctx, span := o.tracer.Start(ctx, "chat "+ref.Model, trace.WithSpanKind(trace.SpanKindClient))
-		if span.IsRecording() {
-			span.SetAttributes(
-				genai.OperationName.String(genai.OperationChat),
-				genai.ProviderName.String(ref.Provider),
-				genai.RequestModel.String(ref.Model),
-				genai.AgentName.String(call.Agent.Name),
-			)
-			if o.captureContent {
-				if b, err := json.Marshal(call.Request.Messages.Flat()); err == nil {
-					span.SetAttributes(genai.InputMessages.String(string(b)))
-				}
-			}
-		}
+		ctx, span := o.startModel(ctx, call)
 		start := time.Now()
 		resp, err := next(ctx, call)
-		d := time.Since(start).Seconds()
-		if err != nil {
-			// An interceptor's Halt (a guardrail that tripped) is no
-			// failure of the provider's.
-			if h := (*Halt)(nil); errors.As(err, &h) {
-				o.metrics.ModelCall(ref.Provider, ref.Model, d, Usage{}, false)
-				span.SetAttributes(genai.ResponseFinishReasons.StringSlice([]string{h.FinishReason}))
-				span.End()
-				return nil, err
+		return o.endModel(span, call, time.Since(start), resp, err)
+	}
+}
+
+func (o *observer) startModel(ctx context.Context, call *ModelCall) (context.Context, trace.Span) {
+	ref := call.Request.Model
+	ctx, span := o.tracer.Start(ctx, "chat "+ref.Model, trace.WithSpanKind(trace.SpanKindClient))
+	if span.IsRecording() {
+		span.SetAttributes(
+			genai.OperationName.String(genai.OperationChat),
+			genai.ProviderName.String(ref.Provider),
+			genai.RequestModel.String(ref.Model),
+			genai.AgentName.String(call.Agent.Name),
+		)
+		if o.captureContent {
+			if b, err := json.Marshal(call.Request.Messages.Flat()); err == nil {
+				span.SetAttributes(genai.InputMessages.String(string(b)))
 			}
-			o.metrics.ModelCall(ref.Provider, ref.Model, d, Usage{}, true)
-			endSpan(span, err)
+		}
+	}
+	return ctx, span
+}
+
+// endModel records a model call that took took and ends its span.
+func (o *observer) endModel(span trace.Span, call *ModelCall, took time.Duration, resp *ChatResponse, err error) (*ChatResponse, error) {
+	ref := call.Request.Model
+	d := took.Seconds()
+	if err != nil {
+		// An interceptor's Halt (a guardrail that tripped) is no
+		// failure of the provider's.
+		if h := (*Halt)(nil); errors.As(err, &h) {
+			o.metrics.ModelCall(ref.Provider, ref.Model, d, Usage{}, false)
+			span.SetAttributes(genai.ResponseFinishReasons.StringSlice([]string{h.FinishReason}))
+			span.End()
 			return nil, err
 		}
-		o.metrics.ModelCall(ref.Provider, ref.Model, d, resp.Usage, false)
-		if span.IsRecording() {
-			span.SetAttributes(
-				genai.UsageInputTokens.Int(resp.Usage.PromptTokens),
-				genai.UsageOutputTokens.Int(resp.Usage.CompletionTokens),
-				genai.ResponseFinishReasons.StringSlice([]string{resp.FinishReason}),
-			)
-			if resp.ID != "" {
-				span.SetAttributes(genai.ResponseID.String(resp.ID))
-			}
-			if o.captureContent {
-				if b, err := json.Marshal([]Message{resp.Message}); err == nil {
-					span.SetAttributes(genai.OutputMessages.String(string(b)))
-				}
+		o.metrics.ModelCall(ref.Provider, ref.Model, d, Usage{}, true)
+		endSpan(span, err)
+		return nil, err
+	}
+	o.metrics.ModelCall(ref.Provider, ref.Model, d, resp.Usage, false)
+	if span.IsRecording() {
+		span.SetAttributes(
+			genai.UsageInputTokens.Int(resp.Usage.PromptTokens),
+			genai.UsageOutputTokens.Int(resp.Usage.CompletionTokens),
+			genai.ResponseFinishReasons.StringSlice([]string{resp.FinishReason}),
+		)
+		if resp.ID != "" {
+			span.SetAttributes(genai.ResponseID.String(resp.ID))
+		}
+		if o.captureContent {
+			if b, err := json.Marshal([]Message{resp.Message}); err == nil {
+				span.SetAttributes(genai.OutputMessages.String(string(b)))
 			}
 		}
-		span.End()
-		return resp, nil
 	}
+	span.End()
+	return resp, nil
 }
 
 // attrMCPServer names the MCP server of an MCP tool's execute_tool span.
