@@ -26,7 +26,9 @@ type Memory struct {
 	// responses are the stored responses (responses.go).
 	responses map[responseKey]*memRecord
 	// facts are memory slots' facts (facts.go), by factsKey.
-	facts  map[string]*memFacts
+	facts map[string]*memFacts
+	// index lists each principal's sessions in write order (memindex.go).
+	index  map[string]*memIndex
 	closed bool
 
 	stop chan struct{} // closed by Close to end the sweeper
@@ -43,6 +45,7 @@ type memSession struct {
 	agent   string
 	version int64
 	expires time.Time
+	updated time.Time // of the last write
 	// approvals are the session's approvals, replaced whole by a save.
 	approvals []runtime.Approval
 
@@ -64,6 +67,7 @@ func NewMemory(opts Options) *Memory {
 		sessions:  make(map[runtime.SessionKey]*memSession),
 		responses: make(map[responseKey]*memRecord),
 		facts:     make(map[string]*memFacts),
+		index:     make(map[string]*memIndex),
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
 	}
@@ -85,7 +89,7 @@ func (m *Memory) sweep(interval time.Duration) {
 			m.mu.Lock()
 			for k, s := range m.sessions {
 				if s.expire(now) {
-					delete(m.sessions, k)
+					m.drop(k)
 				}
 			}
 			m.sweepResponses(now)
@@ -112,7 +116,7 @@ func (s *memSession) expire(now time.Time) bool {
 func (m *Memory) session(key runtime.SessionKey, now time.Time, create bool) *memSession {
 	s := m.sessions[key]
 	if s != nil && s.expire(now) {
-		delete(m.sessions, key)
+		m.drop(key)
 		s = nil
 	}
 	if s == nil && create {
@@ -197,6 +201,8 @@ func (m *Memory) Save(ctx context.Context, key runtime.SessionKey, lease runtime
 	}
 	s.version++
 	s.expires = now.Add(m.ttl)
+	s.updated = now
+	m.touch(key)
 	if w.Release {
 		s.token = "" // the session now has state, so it stays
 	}
@@ -228,7 +234,7 @@ func (m *Memory) Release(ctx context.Context, key runtime.SessionKey, lease runt
 	if s := m.session(key, now, false); s.holds(lease) {
 		s.token = ""
 		if s.expire(now) {
-			delete(m.sessions, key)
+			m.drop(key)
 		}
 	}
 	return nil
@@ -253,7 +259,7 @@ func (m *Memory) Delete(ctx context.Context, key runtime.SessionKey) error {
 		return err
 	}
 	defer m.mu.Unlock()
-	delete(m.sessions, key)
+	m.drop(key)
 	return nil
 }
 
@@ -276,6 +282,7 @@ func (m *Memory) Close() error {
 	}
 	m.closed = true
 	m.sessions = nil
+	m.index = nil
 	m.responses = nil
 	m.facts = nil
 	m.mu.Unlock()

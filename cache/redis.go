@@ -7,14 +7,17 @@ package cache
 //	sb:{<principal>:<id>}:msgs  list, one JSON message (OpenAI shape) per element
 //	sb:{<principal>:<id>}:meta  hash: agent (active agent), version (counts writes),
 //	                            epoch (random, new when the session starts or a
-//	                            filter replaces the transcript), len, write (last write id)
+//	                            filter replaces the transcript), len, write (last write id),
+//	                            updated (unix ms of the last write)
 //	sb:{<principal>:<id>}:lock  the run's lock: a random token, SET NX PX lock_lease
 //
 // Every operation is one round trip (a Lua script). A write checks the lock
 // token first (a run that lost its lease writes nothing), appends its
 // messages (or replaces the list), bumps version and refreshes session_ttl
 // on msgs and meta; a run's last write also deletes the lock, so that a
-// turn costs two round trips (acquire, save) rather than three. Each
+// turn costs two round trips (acquire, save) rather than three. The
+// principal's session index (redisindex.go) is written in the save's round
+// trip. Each
 // gateway keeps an LRU of the transcripts it last saw and sends Redis its
 // cached (epoch, length): Redis answers with only the newer messages, so a
 // turn's cost does not grow with the conversation, and a write by another
@@ -280,13 +283,14 @@ func decodeMessages(raw []any) ([]runtime.Message, error) {
 func (s *Redis) Save(ctx context.Context, key runtime.SessionKey, lease runtime.Lease, w runtime.Write) (int64, error) {
 	const op = "save session"
 	k := keysFor(key)
-	args, err := s.saveArgs(lease, w)
+	now := time.Now()
+	args, err := s.saveArgs(lease, w, now)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", op, err)
 	}
 	bctx, cancel := s.bound(ctx)
 	defer cancel()
-	raw, err := s.runSave(bctx, k.list(), args)
+	raw, err := s.runSave(bctx, key, args, now)
 	if err != nil {
 		return 0, failSession(ctx, op, key, err)
 	}
@@ -320,8 +324,9 @@ func (s *Redis) Save(ctx context.Context, key runtime.SessionKey, lease runtime.
 	return version, nil
 }
 
-// saveArgs returns luaSave's ARGV for w, with a fresh epoch and write id.
-func (s *Redis) saveArgs(lease runtime.Lease, w runtime.Write) ([]any, error) {
+// saveArgs returns luaSave's ARGV for w written at now, with a fresh epoch
+// and write id.
+func (s *Redis) saveArgs(lease runtime.Lease, w runtime.Write, now time.Time) ([]any, error) {
 	flag := func(b bool) string {
 		if b {
 			return "1"
@@ -336,9 +341,10 @@ func (s *Redis) saveArgs(lease runtime.Lease, w runtime.Write) ([]any, error) {
 		}
 		approvals = b
 	}
-	args := make([]any, 0, 10+len(w.Messages))
+	args := make([]any, 0, 11+len(w.Messages))
 	args = append(args, lease.Token, s.opts.SessionTTL.Milliseconds(), flag(w.Replace), w.ActiveAgent,
-		rand.Text(), rand.Text(), flag(w.Release), s.opts.MaxSessionBytes, flag(w.SetApprovals), approvals)
+		rand.Text(), rand.Text(), flag(w.Release), s.opts.MaxSessionBytes, flag(w.SetApprovals), approvals,
+		now.UnixMilli())
 	for i := range w.Messages {
 		b, err := json.Marshal(w.Messages[i])
 		if err != nil {
@@ -375,14 +381,18 @@ func (s *Redis) Release(ctx context.Context, key runtime.SessionKey, lease runti
 	return nil
 }
 
-// Delete removes key's keys, its lock included, and this process's cached
-// transcript. A run that held the lock then fails its next write with
-// ErrLeaseLost.
+// Delete removes key's keys, its lock included, its entry in the session
+// index, and this process's cached transcript. A run that held the lock
+// then fails its next write with ErrLeaseLost.
 func (s *Redis) Delete(ctx context.Context, key runtime.SessionKey) error {
 	k := keysFor(key)
 	bctx, cancel := s.bound(ctx)
 	defer cancel()
-	err := s.client.Del(bctx, k.list()...).Err()
+	_, err := s.client.Pipelined(bctx, func(p redis.Pipeliner) error {
+		p.Del(bctx, k.list()...)
+		p.ZRem(bctx, indexKey(key.Principal), key.ID)
+		return nil
+	})
 	s.cache.remove(k.tag)
 	if err != nil {
 		return fail(ctx, "delete session", err)

@@ -195,7 +195,7 @@ func TestRedisSaveRetryAfterRelease(t *testing.T) {
 		t.Fatalf("Acquire: %v", err)
 	}
 	msgs := []runtime.Message{{Role: runtime.RoleUser, Content: "hi"}, {Role: runtime.RoleAssistant, Content: "hello"}}
-	args, err := s.saveArgs(lease, runtime.Write{Messages: msgs, ActiveAgent: "triage", Release: true})
+	args, err := s.saveArgs(lease, runtime.Write{Messages: msgs, ActiveAgent: "triage", Release: true}, time.Now())
 	if err != nil {
 		t.Fatalf("saveArgs: %v", err)
 	}

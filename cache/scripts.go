@@ -56,7 +56,8 @@ return read(ARGV[1], tonumber(ARGV[2])) or {0}
 // luaSave: ARGV = token, session ttl ms, replace ("1" or "0"), active agent,
 // a fresh epoch (used when the session is new or replaced), write id,
 // release ("1" or "0"), max session bytes, set approvals ("1" or "0"), the
-// approvals as JSON, then the messages as JSON.
+// approvals as JSON, the write's time (unix ms, kept as meta's updated for
+// the session list), then the messages as JSON.
 // Returns {0} when the lease is lost (nothing written), {2, bytes} when the
 // transcript would grow past max session bytes (nothing written), else {1,
 // version, epoch, len, index of the first message written}. meta's bytes
@@ -72,7 +73,7 @@ return read(ARGV[1], tonumber(ARGV[2])) or {0}
 // lease, for a write that happened). Nothing is deleted on a retry: the first
 // run did release, and the lock may since be another run's.
 const luaSave = `
-local count = #ARGV - 10
+local count = #ARGV - 11
 local meta = redis.call('HMGET', KEYS[2], 'version', 'epoch', 'len', 'write', 'bytes')
 if meta[4] == ARGV[6] then
   local n = tonumber(meta[3])
@@ -83,18 +84,18 @@ local epoch = meta[2]
 local reset = ARGV[3] == '1' or not epoch or tonumber(meta[3]) ~= redis.call('LLEN', KEYS[1])
 local bytes = 0
 if not reset then bytes = tonumber(meta[5]) or 0 end
-for i = 11, #ARGV do bytes = bytes + #ARGV[i] end
+for i = 12, #ARGV do bytes = bytes + #ARGV[i] end
 if bytes > tonumber(ARGV[8]) then return {2, bytes} end
 if reset then
   redis.call('DEL', KEYS[1])
   epoch = ARGV[5]
 end
-for i = 11, #ARGV, 1000 do
+for i = 12, #ARGV, 1000 do
   redis.call('RPUSH', KEYS[1], unpack(ARGV, i, math.min(i + 999, #ARGV)))
 end
 local n = redis.call('LLEN', KEYS[1])
 local version = redis.call('HINCRBY', KEYS[2], 'version', 1)
-redis.call('HSET', KEYS[2], 'agent', ARGV[4], 'epoch', epoch, 'len', n, 'write', ARGV[6], 'bytes', bytes)
+redis.call('HSET', KEYS[2], 'agent', ARGV[4], 'epoch', epoch, 'len', n, 'write', ARGV[6], 'bytes', bytes, 'updated', ARGV[11])
 if ARGV[9] == '1' then redis.call('HSET', KEYS[2], 'approvals', ARGV[10]) end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 redis.call('PEXPIRE', KEYS[2], ARGV[2])

@@ -3,19 +3,49 @@ package cache
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/switchboard-ai/switchboard/runtime"
 )
 
-// runSave runs the save script. With WaitReplicas it sends WAIT behind it
-// on the same connection, in the same round trip: WAIT blocks until that
-// many replicas have every write this connection made, so a save is
-// acknowledged only once a failover cannot lose it. On a Cluster both go
-// to the master that owns the session's slot.
-func (s *Redis) runSave(ctx context.Context, keys []string, args []any) ([]any, error) {
+// runSave runs the save script of key's write at now, with the update of
+// the principal's session index (redisindex.go) in the same pipeline: one
+// round trip (a Cluster sends each node its part at once). The index is
+// best effort: a save that succeeded succeeds even if its index update
+// failed, and the next save puts the session back in place.
+//
+// With WaitReplicas it sends WAIT behind the script on the same connection,
+// in the same round trip: WAIT blocks until that many replicas have every
+// write this connection made, so a save is acknowledged only once a
+// failover cannot lose it. On a Cluster both go to the master that owns the
+// session's slot, and the index, in a slot of its own, is then written
+// after the acknowledged save.
+func (s *Redis) runSave(ctx context.Context, key runtime.SessionKey, args []any, now time.Time) ([]any, error) {
+	keys := keysFor(key).list()
 	n := s.opts.WaitReplicas
 	if n <= 0 {
-		return s.scripts.save.Run(ctx, s.client, keys, args...).Slice()
+		run := func(eval func(p redis.Pipeliner) *redis.Cmd) ([]any, error) {
+			var save *redis.Cmd
+			_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+				save = eval(p)
+				s.index(ctx, p, key, now)
+				return nil
+			})
+			if r, serr := save.Slice(); serr == nil {
+				return r, nil
+			} else if err == nil {
+				err = serr
+			}
+			return nil, err
+		}
+		r, err := run(func(p redis.Pipeliner) *redis.Cmd { return s.scripts.save.EvalSha(ctx, p, keys, args...) })
+		if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			// The save did not run; send the script itself this once.
+			r, err = run(func(p redis.Pipeliner) *redis.Cmd { return s.scripts.save.Eval(ctx, p, keys, args...) })
+		}
+		return r, err
 	}
 	var conn redis.Cmdable = s.client
 	cluster, isCluster := s.client.(*redis.ClusterClient)
@@ -61,9 +91,16 @@ func (s *Redis) runSave(ctx context.Context, keys []string, args []any) ([]any, 
 		}
 		return nil, err
 	}
-	if ok, _ := reply(r).ok(); ok && acked < int64(n) {
+	ok, _ := reply(r).ok()
+	if ok && acked < int64(n) {
 		// Save wraps this as ErrStoreUnavailable.
 		return nil, fmt.Errorf("the save reached %d of the %d replicas store.wait_replicas asks for", acked, n)
+	}
+	if ok {
+		_, _ = s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+			s.index(ctx, p, key, now)
+			return nil
+		})
 	}
 	return r, nil
 }

@@ -3,6 +3,7 @@ package gateway
 import (
 	"errors"
 	"net/http"
+	"strconv"
 
 	"github.com/gin-gonic/gin"
 
@@ -60,4 +61,66 @@ func (s *Server) deleteSession(c *gin.Context) {
 		return
 	}
 	c.Status(http.StatusNoContent)
+}
+
+// Session list limits (GET /v1/sessions?limit=N), as OpenAI's list
+// endpoints have them: 20 by default, 1 to 100.
+const (
+	defaultSessionList = 20
+	maxSessionList     = 100
+)
+
+// sessionList is the body of GET /v1/sessions.
+type sessionList struct {
+	Object string             `json:"object"` // always "list"
+	Data   []sessionListEntry `json:"data"`
+}
+
+// sessionListEntry is one session of the list.
+type sessionListEntry struct {
+	ID          string `json:"id"`
+	ActiveAgent string `json:"activeAgent"`
+	Version     int64  `json:"version"`
+	// UpdatedAt is the time of the session's last write, in unix seconds.
+	UpdatedAt int64 `json:"updatedAt"`
+}
+
+// listSessions answers the caller's most recently written sessions, newest
+// first. A limit that is not an integer from 1 to 100 is 400, not clamped,
+// as OpenAI's list endpoints answer it.
+func (s *Server) listSessions(c *gin.Context) {
+	limit, err := listLimit(c)
+	if err != nil {
+		s.abort(c, err)
+		return
+	}
+	infos, lerr := s.opts.Runner.ListSessions(c.Request.Context(), principal(c), limit)
+	if lerr != nil {
+		s.abort(c, fromRunError(lerr))
+		return
+	}
+	data := make([]sessionListEntry, len(infos))
+	for i, in := range infos {
+		data[i] = sessionListEntry{ID: in.ID, ActiveAgent: in.ActiveAgent, Version: in.Version, UpdatedAt: in.UpdatedAt.Unix()}
+	}
+	c.JSON(http.StatusOK, sessionList{Object: "list", Data: data})
+}
+
+// listLimit reads ?limit: absent is the default; anything but an integer
+// from 1 to maxSessionList is 400 with param limit.
+func listLimit(c *gin.Context) (int, *Error) {
+	raw, ok := c.GetQuery("limit")
+	if !ok {
+		return defaultSessionList, nil
+	}
+	n, err := strconv.Atoi(raw)
+	switch {
+	case err != nil:
+		return 0, badRequest("limit", "invalid 'limit': expected an integer from 1 to %d, got %q", maxSessionList, raw)
+	case n < 1:
+		return 0, badRequest("limit", "invalid 'limit': integer below minimum value; expected a value >= 1, got %d", n)
+	case n > maxSessionList:
+		return 0, badRequest("limit", "invalid 'limit': integer above maximum value; expected a value <= %d, got %d", maxSessionList, n)
+	}
+	return n, nil
 }

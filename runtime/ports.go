@@ -142,6 +142,15 @@ type Session struct {
 	Version int64
 }
 
+// SessionInfo is what a session list shows of one session.
+type SessionInfo struct {
+	ID          string
+	ActiveAgent string // empty: the lead
+	Version     int64
+	// UpdatedAt is the time of the session's last write.
+	UpdatedAt time.Time
+}
+
 // Lease is the proof that a run holds a session's lock. Writes made with a
 // lease that has expired or been taken over fail with ErrLeaseLost, so a
 // stalled gateway can never overwrite a newer state (fencing).
@@ -191,6 +200,11 @@ type Store interface {
 	Load(ctx context.Context, key SessionKey) (*Session, error)
 	// Delete forgets a session; deleting an absent one is not an error.
 	Delete(ctx context.Context, key SessionKey) error
+	// List returns up to limit of principal's sessions, the most recently
+	// written first. A session that expired or was deleted is not listed.
+	// It is backed by an index that a Save updates at a constant cost, so
+	// neither a write nor a list reads every session of the principal.
+	List(ctx context.Context, principal string, limit int) ([]SessionInfo, error)
 	// Ping reports whether the backend answers.
 	Ping(ctx context.Context) error
 	// Close releases the store's resources.

@@ -169,6 +169,16 @@ func (r *Runner) Session(ctx context.Context, key SessionKey) (*Session, error) 
 	return r.opts.Store.Load(ctx, key)
 }
 
+// ListSessions returns up to limit of principal's sessions, the most
+// recently written first; ErrInvalidRequest when sessions are not
+// configured.
+func (r *Runner) ListSessions(ctx context.Context, principal string, limit int) ([]SessionInfo, error) {
+	if r.opts.Store == nil {
+		return nil, fmt.Errorf("%w: sessions are not configured", ErrInvalidRequest)
+	}
+	return r.opts.Store.List(ctx, principal, limit)
+}
+
 // DeleteSession forgets a session, and what the Runner remembers of it;
 // deleting an absent session is not an error.
 func (r *Runner) DeleteSession(ctx context.Context, key SessionKey) error {

@@ -8,6 +8,9 @@
 //		})
 //	}
 //
+// List (the session list) is covered too: newest write first, limits,
+// isolation, and neither deleted nor expired sessions listed.
+//
 // Each test works under its own random principal and deletes its sessions
 // when it ends, so that backends sharing a server (Redis) can run it
 // concurrently. Some tests wait for leases and TTLs of a few hundred
@@ -76,6 +79,10 @@ func Run(t *testing.T, newStore NewStore) {
 		{"MemoryKeepsMaxBytes", testMemoryTrim},
 		{"MemoryIsIsolated", testMemoryIsolation},
 		{"MemoryWriteRefreshesTTL", testMemoryTTL},
+		{"ListNewestFirst", testListNewestFirst},
+		{"ListLimit", testListLimit},
+		{"ListIsolation", testListIsolation},
+		{"ListForgetsDeletedAndExpired", testListForgets},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
