@@ -35,7 +35,7 @@
   const state = {
     key: sessionStorage.getItem(KEY_STORE) || "",
     graphs: [],
-    diagrams: new Map(), // graph name -> cleaned <svg> (a template to clone)
+    diagrams: new Map(), // graph name -> promise of its cleaned <svg> (a template to clone)
     graph: "",
     sessionId: "",
     running: null, // AbortController of the stream in flight
@@ -179,12 +179,14 @@
     return svg;
   }
 
-  async function loadDiagram(name) {
-    if (state.diagrams.has(name)) return state.diagrams.get(name);
-    const resp = await api(`/v1/graphs/${encodeURIComponent(name)}/diagram.svg`);
-    const svg = cleanSVG(await resp.text());
-    state.diagrams.set(name, svg);
-    return svg;
+  // loadDiagram fetches a graph's diagram once; both views share it.
+  function loadDiagram(name) {
+    if (!state.diagrams.has(name)) {
+      state.diagrams.set(name, api(`/v1/graphs/${encodeURIComponent(name)}/diagram.svg`)
+        .then((resp) => resp.text())
+        .then(cleanSVG));
+    }
+    return state.diagrams.get(name);
   }
 
   function renderGraphs() {
