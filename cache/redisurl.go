@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	goruntime "runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -187,6 +188,18 @@ func queryOptions(uo *redis.UniversalOptions, q url.Values, sentinel bool) error
 	return nil
 }
 
+// defaultPoolSize is the most connections a store keeps to one Redis
+// server when its URL sets no pool_size: 100 per CPU (GOMAXPROCS).
+//
+// A run holds a connection only for each round trip (loading and locking
+// its session, saving a step, renewing the lease), never while it streams;
+// but thousands of streams opened within seconds on a busy machine queued
+// for go-redis's default of 10 per CPU past the store timeout, and failed
+// with store_unavailable (issue 22). Connections are dialled only when
+// that many commands are in flight at once, and close after 30 idle
+// minutes; each holds go-redis's two 32 KB buffers.
+func defaultPoolSize() int { return 100 * goruntime.GOMAXPROCS(0) }
+
 // tune fits the client to the store timeout, unless the URL set a value:
 // dialling, reading and writing each end within it, go-redis honours the
 // context deadline, and retries are few, so that a dead Redis fails fast.
@@ -206,6 +219,9 @@ func tune(uo *redis.UniversalOptions, timeout time.Duration) {
 	}
 	if uo.MaxRetries == 0 {
 		uo.MaxRetries = 2
+	}
+	if uo.PoolSize == 0 {
+		uo.PoolSize = defaultPoolSize()
 	}
 	// One dial attempt per command try: MaxRetries already retries, and
 	// go-redis's default of five attempts would stretch a refused connection.

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	goruntime "runtime"
 	"testing"
 	"time"
 
@@ -90,10 +91,34 @@ func containsSecret(s string) bool {
 func TestTune(t *testing.T) {
 	uo := &redis.UniversalOptions{ReadTimeout: time.Second}
 	tune(uo, 2*time.Second)
-	got := []any{uo.DialTimeout, uo.ReadTimeout, uo.WriteTimeout, uo.PoolTimeout, uo.MaxRetries, uo.DialerRetries, uo.ContextTimeoutEnabled}
-	want := []any{2 * time.Second, time.Second, 2 * time.Second, 2 * time.Second, 2, 1, true}
+	got := []any{uo.DialTimeout, uo.ReadTimeout, uo.WriteTimeout, uo.PoolTimeout, uo.MaxRetries, uo.DialerRetries, uo.ContextTimeoutEnabled, uo.PoolSize}
+	want := []any{2 * time.Second, time.Second, 2 * time.Second, 2 * time.Second, 2, 1, true, 100 * goruntime.GOMAXPROCS(0)}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("tune mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestPoolSize checks the pool's size: the URL's pool_size when it sets
+// one, in every kind of URL, else 100 per CPU rather than go-redis's 10,
+// which thousands of streams opening at once outran (issue 22).
+func TestPoolSize(t *testing.T) {
+	for _, c := range []struct {
+		url  string
+		want int
+	}{
+		{"redis://127.0.0.1:6379/0", 100 * goruntime.GOMAXPROCS(0)},
+		{"redis://127.0.0.1:6379/0?pool_size=7", 7},
+		{"redis-cluster://127.0.0.1:7000?pool_size=9", 9},
+		{"redis-sentinel://127.0.0.1:26379?master=m", 100 * goruntime.GOMAXPROCS(0)},
+	} {
+		uo, err := universalOptions(c.url)
+		if err != nil {
+			t.Fatalf("%s: %v", c.url, err)
+		}
+		tune(uo, time.Second)
+		if uo.PoolSize != c.want {
+			t.Errorf("%s: pool size %d, want %d", c.url, uo.PoolSize, c.want)
+		}
 	}
 }
 
