@@ -40,8 +40,17 @@ func newTransport(timeout time.Duration) *http.Transport {
 		ExpectContinueTimeout: time.Second,
 		ResponseHeaderTimeout: timeout,
 		ReadBufferSize:        readBuffer,
+		WriteBufferSize:       writeBuffer,
 	}
 }
+
+// writeBuffer is the size of an HTTP/1.1 connection's write buffer, which
+// every connection keeps for its whole life, idle or streaming, though it
+// is used only while a request leaves: net/http's default 4 KB was, after
+// the server's own buffers, the largest thing an open stream held (issue
+// 22). A request that does not fit leaves in two writes instead of one:
+// its start through the buffer, the rest of its body straight from it.
+const writeBuffer = 1 << 10
 
 // readBuffer is the size of an HTTP/1.1 connection's read buffer, which a
 // stream holds for as long as it lasts. A stream's body is read through
