@@ -409,3 +409,66 @@ func TestApprovalExpires(t *testing.T) {
 		t.Errorf("result %q", res)
 	}
 }
+
+// A decided approval is kept for approval_ttl after its decision (deciding
+// it again is 409), then the session's next save drops it (404). An
+// expired one counts as expired.
+func TestDecidedApprovalsPruned(t *testing.T) {
+	stores(t, func(t *testing.T, storeURL string) {
+		fake := fakeupstream.New(t,
+			fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("r1", "escalate_refund", `{"orderId":"o-1"}`)}},
+			fakeupstream.Reply{Text: "Refunds here."},
+			fakeupstream.Reply{Text: "Still here."},
+			fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("r2", "transfer_to_triage", `{}`)}},
+			fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("r3", "escalate_refund", `{"orderId":"o-2"}`)}},
+			fakeupstream.Reply{Text: "Expired, sorry."},
+		)
+		fake.SetStrict(true)
+		tools := newToolServer(t)
+		yaml := strings.Replace(gatedYAML(storeURL), "    max_steps: 6\n", "    max_steps: 6\n    approval_ttl: 2s\n", 1)
+		yaml = strings.Replace(yaml, "    instructions: You are the refunds desk.\n", "    instructions: You are the refunds desk.\n    handoffs: [triage]\n", 1)
+		gw := gwtest.Start(t, yaml, map[string]string{"FAKE_URL": fake.URL, "TOOLS_URL": tools.URL})
+		// The first request of a process is slow (the checks of gwtest warm
+		// up); the approval's short life must not start before it.
+		gw.Do(context.Background(), http.MethodGet, "/v1/models", nil, acme(""))
+		id := newSessionID(t)
+		a := paused(t, gw, gwtest.User("support", "refund"), acme(id), "escalate_refund", `{"orderId":"o-1"}`)
+		if r := decideOne(gw, id, a.ID, acme(id), map[string]any{"approve": true}); r.Status != http.StatusOK {
+			t.Fatalf("%d %s", r.Status, r.Body)
+		}
+		if c := completion(t, gw, emptyTurn(), acme(id)); c.Text() != "Refunds here." {
+			t.Fatalf("%q", c.Text())
+		}
+		if r := decideOne(gw, id, a.ID, acme(id), map[string]any{"approve": false}); r.Status != http.StatusConflict {
+			t.Fatalf("within approval_ttl: %d %s", r.Status, r.Body)
+		}
+		// decidedAt is in whole seconds; expiresAt is at least 1s away.
+		time.Sleep(3100 * time.Millisecond)
+		if r := decideOne(gw, id, a.ID, acme(id), map[string]any{"approve": false}); r.Status != http.StatusConflict {
+			t.Fatalf("past approval_ttl, before any save: %d %s", r.Status, r.Body)
+		}
+		completion(t, gw, gwtest.User("support", "thanks"), acme(id))
+		if r := decideOne(gw, id, a.ID, acme(id), map[string]any{"approve": false}); r.Status != http.StatusNotFound || r.ErrorCode(t) != "approval_not_found" {
+			t.Fatalf("after the next save: %d %s", r.Status, r.Body)
+		}
+
+		// An approval left to expire is counted as expired when its call
+		// is answered.
+		paused(t, gw, gwtest.User("support", "another refund"), acme(id), "escalate_refund", `{"orderId":"o-2"}`)
+		time.Sleep(3100 * time.Millisecond)
+		if c := completion(t, gw, emptyTurn(), acme(id)); c.Text() != "Expired, sorry." {
+			t.Fatalf("%q", c.Text())
+		}
+		metrics := string(gw.Do(context.Background(), http.MethodGet, "/metrics", nil, nil).Body)
+		for _, want := range []string{
+			`switchboard_permission_decisions_total{decision="pending",graph="support",tool="escalate_refund"} 2`,
+			`switchboard_permission_decisions_total{decision="approved",graph="support",tool="escalate_refund"} 1`,
+			`switchboard_permission_decisions_total{decision="expired",graph="support",tool="escalate_refund"} 1`,
+			`switchboard_permission_decisions_total{decision="allowed",graph="support",tool="transfer_to_triage"} 1`,
+		} {
+			if !strings.Contains(metrics, want) {
+				t.Errorf("/metrics lacks %s", want)
+			}
+		}
+	})
+}

@@ -42,6 +42,9 @@ type Approval struct {
 	// Used is set once the decision answered its call: a later call that
 	// reuses the tool call id is a new call.
 	Used bool `json:"used,omitempty"`
+	// DecidedAt is when it was decided, approved, rejected or expired
+	// (unix seconds); a used one is dropped approval_ttl after it.
+	DecidedAt int64 `json:"decidedAt,omitempty"`
 }
 
 // Decision is a person's answer to one approval.
@@ -78,8 +81,27 @@ func newApprovalID() string {
 // expire rejects a pending approval whose time is past.
 func (a *Approval) expire(now time.Time) {
 	if a.Status == ApprovalPending && a.ExpiresAt <= now.Unix() {
-		a.Status, a.Reason = ApprovalRejected, rejectedExpired
+		a.Status, a.Reason, a.DecidedAt = ApprovalRejected, rejectedExpired, a.ExpiresAt
 	}
+}
+
+// pruneApprovals drops the approvals whose decision answered its call
+// (Used) at least ttl ago, but those remembered, which a handoff clears:
+// until then deciding one again is 409, afterwards 404. It reports
+// whether it dropped any; list is changed in place.
+func pruneApprovals(list []Approval, ttl time.Duration, now time.Time) ([]Approval, bool) {
+	out := list[:0]
+	for _, a := range list {
+		at := a.DecidedAt
+		if at == 0 {
+			at = a.ExpiresAt // decided before decidedAt was recorded
+		}
+		if a.Used && !a.Remember && time.Unix(at, 0).Add(ttl).Before(now) {
+			continue
+		}
+		out = append(out, a)
+	}
+	return out, len(out) != len(list)
 }
 
 // decide applies d to the approval in list whose id is d.ID.
@@ -93,7 +115,7 @@ func decide(list []Approval, d Decision, now time.Time) (*Approval, error) {
 		if a.Status != ApprovalPending {
 			return nil, fmt.Errorf("approval %s is %s: %w", d.ID, a.Status, ErrApprovalDecided)
 		}
-		a.Status, a.Reason, a.Remember = ApprovalRejected, d.Reason, d.Remember
+		a.Status, a.Reason, a.Remember, a.DecidedAt = ApprovalRejected, d.Reason, d.Remember, now.Unix()
 		if d.Approve {
 			a.Status = ApprovalApproved
 		}
@@ -190,7 +212,7 @@ func (rn *run) moveOn(ctx context.Context) {
 		msg := rejectedNewMessage
 		if a := rn.approvalFor(c.ID); a != nil {
 			if a.Status == ApprovalPending {
-				a.Status, a.Reason = ApprovalRejected, rejectedNewMessage
+				a.Status, a.Reason, a.DecidedAt = ApprovalRejected, rejectedNewMessage, time.Now().Unix()
 			}
 			a.Used = true
 			rn.recordDecision(ctx, c.Function.Name, DecisionRejected, SourceApprover)

@@ -104,6 +104,12 @@ func (sv *sessionSaver) save(ctx context.Context, rn *run, holder string, last b
 		w.Messages = rn.transcript[sv.saved:]
 	}
 	rn.apprMu.Lock()
+	if ttl := rn.graph.ApprovalTTL; ttl > 0 {
+		var dropped bool
+		if rn.approvals, dropped = pruneApprovals(rn.approvals, ttl, time.Now()); dropped {
+			rn.approvalsDirty = true
+		}
+	}
 	if rn.approvalsDirty {
 		w.SetApprovals, w.Approvals = true, cloneApprovals(rn.approvals)
 	}
