@@ -100,6 +100,7 @@ func New(opts Options) *Server {
 	v1.POST("/chat/completions", s.admitRun, s.chatCompletions)
 	v1.GET("/models", s.listModels)
 	v1.GET("/models/:id", s.getModel)
+	v1.GET("/graphs/*path", s.graphDiagram)
 	v1.GET("/sessions", s.listSessions)
 	v1.GET("/sessions/:id", s.getSession)
 	v1.DELETE("/sessions/:id", s.deleteSession)

@@ -29,7 +29,7 @@ type rule struct {
 
 // rules is the layering of docs/architecture.md: runtime knows no HTTP,
 // Redis or provider; the gateway knows no Redis or provider; graphs is a
-// leaf that every package may use.
+// leaf that every package may use, and graphs/diagram reads graphs alone.
 var rules = []rule{
 	{
 		pkg:      "runtime",
@@ -42,6 +42,12 @@ var rules = []rule{
 		external: []string{"github.com/redis/go-redis", "github.com/sashabaranov/go-openai"},
 	},
 	{pkg: "graphs", leaf: true},
+	// The diagram draws a compiled graph and needs nothing else.
+	{
+		pkg: "graphs/diagram",
+		project: []string{"runtime", "gateway", "cache", "providers", "webhooks", "mcptools", "telemetry",
+			"guardrails", "ratelimit", "internal", "cmd", "bench", "tests", "tools"},
+	},
 }
 
 // graph maps a package (relative to the module: "runtime", "telemetry/genai")
@@ -142,6 +148,7 @@ func TestCheckerCatchesForbiddenImports(t *testing.T) {
 		"runtime":         {"context", module + "/graphs", module + "/telemetry/genai"},
 		"gateway":         {"net/http", module + "/runtime", module + "/graphs"},
 		"graphs":          {"time", "github.com/santhosh-tekuri/jsonschema/v6"},
+		"graphs/diagram":  {"encoding/xml", module + "/graphs"},
 		"telemetry/genai": {"go.opentelemetry.io/otel/attribute"},
 	}
 	if v := violations(clean, rules); len(v) != 0 {
@@ -151,6 +158,7 @@ func TestCheckerCatchesForbiddenImports(t *testing.T) {
 		"runtime":          {module + "/graphs", module + "/telemetry/genai", "net/http"},
 		"gateway":          {module + "/runtime", module + "/cache/storetest"},
 		"graphs":           {module + "/internal/jsonenc"},
+		"graphs/diagram":   {module + "/graphs", module + "/runtime"},
 		"telemetry/genai":  {module + "/webhooks"},
 		"webhooks":         {},
 		"cache/storetest":  {},
@@ -161,6 +169,7 @@ func TestCheckerCatchesForbiddenImports(t *testing.T) {
 		"runtime imports webhooks (runtime -> telemetry/genai -> webhooks)",
 		"gateway imports cache/storetest (gateway -> cache/storetest)",
 		"graphs imports internal/jsonenc (graphs -> internal/jsonenc)",
+		"graphs/diagram imports runtime (graphs/diagram -> runtime)",
 	}
 	got := violations(bad, rules)
 	for _, w := range want {
