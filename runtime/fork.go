@@ -71,6 +71,14 @@ func pointAfter(history, transcript []Message, version int64, agent string) Poin
 	return p
 }
 
+// holds reports whether sess still stands at the point although its version
+// moved: writes that add no message (a decision on an approval) leave the
+// conversation where the point saw it, so continuing from there is no fork.
+func (p Point) holds(sess *Session) bool {
+	n := len(sess.Messages)
+	return p.Length > 0 && p.Length == n && fingerprint(&sess.Messages[n-1]) == p.Last
+}
+
 // Fork starts the session dst as a copy of src's history up to the point
 // at, with at's agent active. dst must be a session nobody else uses (a
 // fresh id): it is written under its own lock. ErrNotFound when src is

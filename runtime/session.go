@@ -25,7 +25,7 @@ func (r *Runner) runSession(ctx context.Context, req *Request, emit func(Event))
 	if err != nil {
 		return nil, fmt.Errorf("acquire session: %w", err)
 	}
-	if at := req.At; at != nil && at.Version != sess.Version {
+	if at := req.At; at != nil && at.Version != sess.Version && !at.holds(sess) {
 		_ = r.opts.Store.Release(context.WithoutCancel(ctx), key, lease)
 		return nil, fmt.Errorf("continue session at version %d, now %d: %w", at.Version, sess.Version, ErrMoved)
 	}
