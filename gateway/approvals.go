@@ -38,6 +38,16 @@ func approvalText(aps []runtime.Approval) string {
 	return strings.Join(lines, "\n")
 }
 
+// approvalsJSON is the approvals as one JSON array, the value of a paused
+// response's metadata.approvals (Responses metadata holds strings only).
+func approvalsJSON(aps []runtime.Approval) string {
+	b, err := json.Marshal(aps)
+	if err != nil {
+		return "[]" // an Approval always encodes: its arguments are a JSON object
+	}
+	return string(b)
+}
+
 // decideApproval records one decision.
 func (s *Server) decideApproval(c *gin.Context) {
 	key, ok := s.sessionKey(c)

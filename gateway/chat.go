@@ -109,7 +109,7 @@ func (s *Server) decodeChat(c *gin.Context) (*runCall, renderer) {
 		return nil, nil
 	}
 	rreq := &runtime.Request{
-		Approvals:   req.decisions(),
+		Approvals:   decisions(req.Approvals),
 		Graph:       g,
 		Messages:    req.Messages,
 		ClientTools: req.clientTools(),

@@ -76,10 +76,8 @@ func decodeChatRequest(body []byte) (*chatRequest, *Error) {
 	if e := checkMessages(req.Messages); e != nil {
 		return nil, e
 	}
-	for i, d := range req.Approvals {
-		if d.ID == "" || d.Approve == nil {
-			return nil, badRequest(fmt.Sprintf("approvals[%d]", i), "approvals[%d] needs an id and approve (true or false)", i)
-		}
+	if e := checkDecisions(req.Approvals); e != nil {
+		return nil, e
 	}
 	for i, t := range req.Tools {
 		if t.Type != "function" || t.Function == nil || t.Function.Name == "" {
@@ -200,10 +198,21 @@ type approvalDecision struct {
 	Remember bool   `json:"remember"`
 }
 
-// decisions returns the request's approvals for the runtime.
-func (req *chatRequest) decisions() []runtime.Decision {
+// checkDecisions refuses a request's `approvals` item without an id or a
+// boolean approve, before anything runs.
+func checkDecisions(ds []approvalDecision) *Error {
+	for i, d := range ds {
+		if d.ID == "" || d.Approve == nil {
+			return badRequest(fmt.Sprintf("approvals[%d]", i), "approvals[%d] needs an id and approve (true or false)", i)
+		}
+	}
+	return nil
+}
+
+// decisions returns a request's approvals for the runtime.
+func decisions(ds []approvalDecision) []runtime.Decision {
 	var out []runtime.Decision
-	for _, d := range req.Approvals {
+	for _, d := range ds {
 		out = append(out, runtime.Decision{ID: d.ID, Approve: *d.Approve, Reason: d.Reason, Remember: d.Remember})
 	}
 	return out

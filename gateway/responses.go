@@ -132,12 +132,14 @@ func (call *responsesCall) run(sessionID string) {
 		Stream:      req.Stream,
 		Params:      req.params(),
 		ToolChoice:  req.toolChoice(),
+		Approvals:   decisions(req.Approvals),
 	}
 	if call.prev != nil && !call.temporary {
 		at := call.prev.Point
 		r.rreq.At = &at
 	}
 	if call.temporary {
+		r.rreq.Ephemeral = true
 		defer call.forget(sessionID)
 	}
 	if sessionID != "" && r.w != nil && !call.temporary {

@@ -196,10 +196,18 @@ func (r *responseRender) handoff(ev runtime.Event) {
 // finish renders the run's result: the last agent's text (whole, when it
 // was not streamed), the client tool calls, usage and status.
 func (r *responseRender) finish(res *runtime.Result, metadata map[string]string) {
-	if !r.said && res.Message.Content != "" {
+	aps := pendingApprovals(res)
+	paused := aps != nil && res.FinishReason != "tool_calls"
+	if !r.said && res.Message.Content != "" && !paused {
 		r.text(res.Message.Content)
 	}
 	r.closeMessage()
+	if paused {
+		// The pause is a message item of its own, as the chat reply's
+		// content: one line per approval (docs/permissions.md).
+		r.text(approvalText(aps))
+		r.closeMessage()
+	}
 	if res.FinishReason == "tool_calls" {
 		for _, tc := range res.Message.ToolCalls {
 			r.functionCall(tc)
@@ -209,11 +217,21 @@ func (r *responseRender) finish(res *runtime.Result, metadata map[string]string)
 	for k, v := range metadata {
 		r.resp.Metadata[k] = v
 	}
-	switch res.FinishReason {
-	case "length":
+	if aps != nil {
+		// Responses metadata values are strings: the approvals are one,
+		// their JSON array.
+		r.resp.Metadata["event"] = runtime.SuspendApproval
+		r.resp.Metadata["approvals"] = approvalsJSON(aps)
+	}
+	switch {
+	case aps != nil:
+		// Paused, with or without client tool calls beside the approvals.
+		r.resp.Status = "incomplete"
+		r.resp.IncompleteDetails = &incompleteDetails{Reason: runtime.SuspendApproval}
+	case res.FinishReason == "length":
 		r.resp.Status = "incomplete"
 		r.resp.IncompleteDetails = &incompleteDetails{Reason: "max_output_tokens"}
-	case "content_filter":
+	case res.FinishReason == "content_filter":
 		r.resp.Status = "incomplete"
 		r.resp.IncompleteDetails = &incompleteDetails{Reason: "content_filter"}
 	default:

@@ -36,6 +36,9 @@ type responsesRequest struct {
 	Text       *struct {
 		Format json.RawMessage `json:"format"`
 	} `json:"text"`
+	// Approvals decide pending approvals of the session the request goes
+	// on in, as in a chat request (docs/permissions.md).
+	Approvals []approvalDecision `json:"approvals"`
 
 	// Decoded from the above by decodeResponsesRequest.
 	messages []runtime.Message
@@ -69,10 +72,17 @@ func decodeResponsesRequest(body []byte) (*responsesRequest, *Error) {
 	if e != nil {
 		return nil, e
 	}
-	if len(msgs) == 0 {
+	if len(msgs) == 0 && (req.PreviousResponseID == nil || *req.PreviousResponseID == "") {
+		// Only a request that continues a response (one paused for
+		// approvals) may bring no input; the run says whether it was paused.
 		return nil, badRequest("input", "input must be a non-empty string or a non-empty list of items")
 	}
-	if req.Instructions != nil && *req.Instructions != "" {
+	if e := checkDecisions(req.Approvals); e != nil {
+		return nil, e
+	}
+	if req.Instructions != nil && *req.Instructions != "" && len(msgs) > 0 {
+		// With no input (a paused response continued) they would be a
+		// new message, which rejects the pending approvals: skipped.
 		// Instructions are the client's context, kept like a client system
 		// message (after the agent's own instructions), placed where the
 		// request's new input starts so that a session keeps them.

@@ -133,7 +133,7 @@ func (g permissionGate) decide(ctx context.Context, inv *ToolInvocation, next To
 		}
 		return ToolError(codeDenied, msg), nil
 	case graphs.ActionAsk:
-		if rn.saver == nil {
+		if rn.saver == nil || rn.req.Ephemeral {
 			inv.perm = &permDecision{DecisionDenied, source}
 			return ToolError(codeDenied, "approval requires a session"), nil
 		}

@@ -105,6 +105,10 @@ type Request struct {
 	// Approvals are decisions the request brings for the session's
 	// pending approvals (docs/permissions.md).
 	Approvals []Decision
+	// Ephemeral marks a session that is forgotten once the run ends (a
+	// Responses store:false continuation): nobody could resume a pause,
+	// so the gate denies `ask` as it does without a session.
+	Ephemeral bool
 	// At, when set, continues the session only from this point: a session
 	// that has moved past it fails the run with ErrMoved before anything
 	// runs, and the caller may fork from the point instead (Fork).

@@ -43,3 +43,44 @@ func withoutContractMetadata(body []byte) []byte {
 	}
 	return out
 }
+
+// contractReason is the incomplete_details.reason of a response paused for
+// approvals (CONTRACT 10), which OpenAI's Response does not list (it knows
+// max_output_tokens and content_filter); Open Responses admits any string.
+const contractReason = "approval_required"
+
+// withoutContractReason returns a response, or an event carrying one,
+// without the reason of its incomplete_details when that is contractReason,
+// so that the rest is judged by OpenAI's schema; body itself otherwise.
+func withoutContractReason(body []byte) []byte {
+	if out, ok := stripReason(body); ok {
+		return out
+	}
+	return body
+}
+
+// stripReason does withoutContractReason's work and reports whether it
+// changed anything.
+func stripReason(body []byte) ([]byte, bool) {
+	var doc map[string]json.RawMessage
+	if json.Unmarshal(body, &doc) != nil {
+		return nil, false
+	}
+	if raw, ok := doc["response"]; ok { // a stream event
+		resp, ok := stripReason(raw)
+		if !ok {
+			return nil, false
+		}
+		doc["response"] = resp
+	} else {
+		var details struct {
+			Reason string `json:"reason"`
+		}
+		if json.Unmarshal(doc["incomplete_details"], &details) != nil || details.Reason != contractReason {
+			return nil, false
+		}
+		doc["incomplete_details"] = json.RawMessage(`{}`)
+	}
+	out, err := json.Marshal(doc)
+	return out, err == nil
+}

@@ -153,6 +153,12 @@ func TestCheckResponses(t *testing.T) {
 		{"response with a handoff item", "GET", "/v1/responses/resp_1", "application/json", resp("completed", handoff+","+msg), 2, true},
 		{"response without tools", "POST", "/v1/responses", "application/json", strings.Replace(resp("completed", msg), `"tools":[],`, "", 1), 1, false},
 		{"response with a bad status", "POST", "/v1/responses", "application/json", resp("done", msg), 1, false},
+		{"response paused for approvals", "POST", "/v1/responses", "application/json",
+			strings.Replace(resp("incomplete", msg), `"incomplete_details":null`, `"incomplete_details":{"reason":"approval_required"}`, 1), 2, true},
+		{"response incomplete for another reason", "POST", "/v1/responses", "application/json",
+			strings.Replace(resp("incomplete", msg), `"incomplete_details":null`, `"incomplete_details":{"reason":"tired"}`, 1), 1, false},
+		{"stream paused for approvals", "POST", "/v1/responses", "text/event-stream", created +
+			ev("response.incomplete", 1, `,"response":`+strings.Replace(resp("incomplete", msg), `"incomplete_details":null`, `"incomplete_details":{"reason":"approval_required"}`, 1)), 4, true},
 		{"stream", "POST", "/v1/responses", "text/event-stream", created +
 			ev("switchboard:handoff", 1, `,"from":"triage","to":"billing","toolCallId":"c1"`) +
 			ev("response.output_item.added", 2, `,"output_index":0,"item":`+handoff) +

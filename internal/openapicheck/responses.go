@@ -38,7 +38,7 @@ func (c *Checker) checkResponse(body []byte) (int, error) {
 	if err != nil {
 		return 1, fmt.Errorf("response: %w", err)
 	}
-	if err := c.Validate(Response, doc); err != nil {
+	if err := c.Validate(Response, withoutContractReason(doc)); err != nil {
 		return 1, err
 	}
 	if c.open == nil {
@@ -85,7 +85,7 @@ func (c *Checker) checkResponseStream(body []byte) (int, error) {
 			continue
 		}
 		n++
-		if err := c.Validate(ResponseStreamEvent, doc); err != nil {
+		if err := c.Validate(ResponseStreamEvent, withoutContractReason(doc)); err != nil {
 			return n, fmt.Errorf("response stream event %d: %w", seq-1, err)
 		}
 		if c.open != nil {
