@@ -15,7 +15,7 @@ import (
 // string, and previous_response_id continues it, with no input, once the
 // approvals are decided.
 
-var acmeKey = map[string]string{"Authorization": "Bearer key-acme"}
+var acmeAuth = map[string]string{"Authorization": "Bearer key-acme"}
 
 // pausedResponse checks that r is the pause for one approval of tool with
 // args, and returns the approval.
@@ -59,13 +59,13 @@ func TestResponsesApprovalDecidedThenContinued(t *testing.T) {
 			fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("l1", "lookup_charges", `{}`)}},
 			fakeupstream.Reply{Text: "You were charged twice."},
 		)
-		p := create(t, gw, input("why two charges?", "instructions", "Be brief."), acmeKey)
+		p := create(t, gw, input("why two charges?", "instructions", "Be brief."), acmeAuth)
 		a := pausedResponse(t, p, "lookup_charges", `{}`)
 		sess := p.Metadata["sessionId"]
 		if a.Agent != "billing" || p.Metadata["agentName"] != "billing" {
 			t.Errorf("agent %q, agentName %q", a.Agent, p.Metadata["agentName"])
 		}
-		if stored := getResp(gw, p.ID, acmeKey); stored.Status != http.StatusOK || !strings.Contains(string(stored.Body), `"approval_required"`) {
+		if stored := getResp(gw, p.ID, acmeAuth); stored.Status != http.StatusOK || !strings.Contains(string(stored.Body), `"approval_required"`) {
 			t.Fatalf("stored paused response: %d %s", stored.Status, stored.Body)
 		}
 		if r := decideOne(gw, sess, a.ID, globex(sess), map[string]any{"approve": true}); r.Status != http.StatusNotFound {
@@ -76,7 +76,7 @@ func TestResponsesApprovalDecidedThenContinued(t *testing.T) {
 		}
 		// The SDKs send their instructions again: with no input they are
 		// no new message (which would reject the approval).
-		done := create(t, gw, map[string]any{"model": "support", "previous_response_id": p.ID, "instructions": "Be brief."}, acmeKey)
+		done := create(t, gw, map[string]any{"model": "support", "previous_response_id": p.ID, "instructions": "Be brief."}, acmeAuth)
 		if done.Status != "completed" || done.text() != "You were charged twice." || done.Metadata["sessionId"] != sess {
 			t.Fatalf("continued: %s %q in %q (paused in %q)", done.Status, done.text(), done.Metadata["sessionId"], sess)
 		}
@@ -90,7 +90,7 @@ func TestResponsesApprovalDecidedThenContinued(t *testing.T) {
 			t.Errorf("tool result %q", res)
 		}
 		// Nothing is paused now: continuing with no input is 400.
-		r := gw.Do(context.Background(), http.MethodPost, "/v1/responses", map[string]any{"model": "support", "previous_response_id": done.ID}, acmeKey)
+		r := gw.Do(context.Background(), http.MethodPost, "/v1/responses", map[string]any{"model": "support", "previous_response_id": done.ID}, acmeAuth)
 		if r.Status != http.StatusBadRequest {
 			t.Errorf("empty input with nothing paused: %d %s", r.Status, r.Body)
 		}
@@ -106,7 +106,7 @@ func TestResponsesApprovalStreamedRejectInBody(t *testing.T) {
 			fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("r1", "escalate_refund", `{"orderId":"o-7"}`)}},
 			fakeupstream.Reply{Text: "No refund then."},
 		)
-		evs, p := stream(t, gw, input("refund o-7"), acmeKey)
+		evs, p := stream(t, gw, input("refund o-7"), acmeAuth)
 		names := eventNames(evs)
 		if names[len(names)-1] != "response.incomplete" || !strings.Contains(strings.Join(names, " "), "response.output_text.delta") {
 			t.Fatalf("events %v", names)
@@ -115,12 +115,12 @@ func TestResponsesApprovalStreamedRejectInBody(t *testing.T) {
 		if a.Agent != "triage" {
 			t.Errorf("agent %q", a.Agent)
 		}
-		if stored := getResp(gw, p.ID, acmeKey); stored.Status != http.StatusOK {
+		if stored := getResp(gw, p.ID, acmeAuth); stored.Status != http.StatusOK {
 			t.Fatalf("the streamed pause was not stored: %d", stored.Status)
 		}
 		body := map[string]any{"model": "support", "previous_response_id": p.ID, "input": []any{},
 			"approvals": []any{map[string]any{"id": a.ID, "approve": false, "reason": "not this one"}}}
-		evs, done := stream(t, gw, body, acmeKey)
+		evs, done := stream(t, gw, body, acmeAuth)
 		if names := eventNames(evs); names[len(names)-1] != "response.completed" || done.text() != "No refund then." || done.Metadata["agentName"] != "triage" {
 			t.Fatalf("continued: %v %q by %q", names, done.text(), done.Metadata["agentName"])
 		}
@@ -133,7 +133,7 @@ func TestResponsesApprovalStreamedRejectInBody(t *testing.T) {
 		}
 		// The decision was made: deciding it again in a body is 409.
 		body["previous_response_id"] = done.ID
-		if r := gw.Do(context.Background(), http.MethodPost, "/v1/responses", body, acmeKey); r.Status != http.StatusConflict || r.ErrorCode(t) != "approval_decided" {
+		if r := gw.Do(context.Background(), http.MethodPost, "/v1/responses", body, acmeAuth); r.Status != http.StatusConflict || r.ErrorCode(t) != "approval_decided" {
 			t.Errorf("decided twice: %d %s", r.Status, r.Body)
 		}
 	})
@@ -144,7 +144,7 @@ func TestResponsesApprovalMalformed(t *testing.T) {
 	gw, fake, _ := gatedDesk(t, "memory://")
 	for _, ap := range []any{map[string]any{"id": "apr_1"}, map[string]any{"approve": true}, map[string]any{"id": "apr_1", "approve": "yes"}} {
 		body := input("x", "approvals", []any{ap})
-		if r := gw.Do(context.Background(), http.MethodPost, "/v1/responses", body, acmeKey); r.Status != http.StatusBadRequest {
+		if r := gw.Do(context.Background(), http.MethodPost, "/v1/responses", body, acmeAuth); r.Status != http.StatusBadRequest {
 			t.Errorf("%v: %d %s", ap, r.Status, r.Body)
 		}
 	}
@@ -165,15 +165,15 @@ func TestResponsesApprovalNotStoredDenied(t *testing.T) {
 		fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("l2", "lookup_charges", `{}`)}},
 		fakeupstream.Reply{Text: "Nor now."},
 	)
-	first := create(t, gw, input("hi"), acmeKey)
-	r := create(t, gw, input("charges?", "previous_response_id", first.ID, "store", false), acmeKey)
+	first := create(t, gw, input("hi"), acmeAuth)
+	r := create(t, gw, input("charges?", "previous_response_id", first.ID, "store", false), acmeAuth)
 	if r.Status != "completed" || r.text() != "I cannot look." {
 		t.Fatalf("%s %q", r.Status, r.text())
 	}
 	if res := toolResults(fake.Requests()[3])["l1"]; errorCode(t, res) != "denied" || !strings.Contains(res, "approval requires a session") {
 		t.Errorf("result %q", res)
 	}
-	r = create(t, gw, input("charges?", "store", false), acmeKey)
+	r = create(t, gw, input("charges?", "store", false), acmeAuth)
 	if r.text() != "Nor now." || !strings.Contains(toolResults(fake.Requests()[6])["l2"], "approval requires a session") {
 		t.Errorf("stateless: %q %v", r.text(), toolResults(fake.Requests()[6]))
 	}
