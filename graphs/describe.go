@@ -70,7 +70,7 @@ func describeGraph(w io.Writer, g *Graph) {
 			fmt.Fprintln(w, "    handoffs: none")
 		}
 		for _, h := range a.Handoffs {
-			fmt.Fprintf(w, "    handoff %s -> %s%s\n", h.ToolName, h.Target.Name, handoffNotes(h))
+			fmt.Fprintf(w, "    handoff %s -> %s%s\n", h.ToolName, h.Target.Name, handoffNotes(g, a, h))
 		}
 		for _, t := range a.Subagents {
 			fmt.Fprintf(w, "    subagent %s -> %s\n", t.Name, t.Agent.Agent.Name)
@@ -80,8 +80,11 @@ func describeGraph(w io.Writer, g *Graph) {
 
 // handoffNotes lists what sets a handoff apart from a plain one, for
 // Describe.
-func handoffNotes(h *Handoff) string {
+func handoffNotes(g *Graph, a *Agent, h *Handoff) string {
 	var notes []string
+	if note := gateNote(g, a, h); note != "" {
+		notes = append(notes, note)
+	}
 	if len(h.Filters) > 0 {
 		notes = append(notes, "input_filter "+describeFilters(h.Filters))
 	}

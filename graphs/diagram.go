@@ -14,7 +14,9 @@ var ErrUnknownFormat = errors.New("unknown diagram format")
 // `flowchart LR` block, ready to pipe or paste into Markdown) or "dot" (a
 // Graphviz digraph). Each edge is labelled with the handoff's tool name; the
 // lead is drawn bold, with a distinct shape and "(lead)" in its label; a
-// handoff that enabled_when can disable is drawn dashed. A sub-agent is
+// handoff that enabled_when can disable is drawn dashed, and one that a
+// permission rule gates has "(ask)" or "(deny)" after its tool name (with
+// the rule's condition, if any: "(ask when metadata.plan=pro)"). A sub-agent is
 // drawn with a thick arrow (mermaid ==>, dot bold with a circle at the
 // caller's end), so that it cannot be mistaken for a handoff.
 func Diagram(w io.Writer, g *Graph, format string) error {
@@ -54,6 +56,11 @@ func writeMermaid(b *strings.Builder, g *Graph) {
 			arrow := "-->"
 			if h.EnabledWhen != nil {
 				arrow = "-.->"
+			}
+			if note := gateNote(g, a, h); note != "" {
+				// A condition may hold any character: quoted, escaped.
+				fmt.Fprintf(b, "    %s %s|\"%s (%s)\"| %s\n", ids[a], arrow, h.ToolName, mermaidText(note), ids[h.Target])
+				continue
 			}
 			// Tool names are [a-zA-Z0-9_-]: safe in a label unquoted.
 			fmt.Fprintf(b, "    %s %s|%s| %s\n", ids[a], arrow, h.ToolName, ids[h.Target])
@@ -96,7 +103,11 @@ func writeDot(b *strings.Builder, g *Graph) {
 			if h.EnabledWhen != nil {
 				style = ", style=dashed"
 			}
-			fmt.Fprintf(b, "    %s -> %s [label=%s%s];\n", dotQuote(a.Name), dotQuote(h.Target.Name), dotQuote(h.ToolName), style)
+			label := h.ToolName
+			if note := gateNote(g, a, h); note != "" {
+				label += " (" + note + ")"
+			}
+			fmt.Fprintf(b, "    %s -> %s [label=%s%s];\n", dotQuote(a.Name), dotQuote(h.Target.Name), dotQuote(label), style)
 		}
 		for _, t := range a.Subagents {
 			// Both ends: the caller asks and gets an answer back.

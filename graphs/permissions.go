@@ -39,9 +39,11 @@ type Rule struct {
 // Matches reports whether the rule applies to a call of tool in a request
 // with metadata and principal.
 func (r *Rule) Matches(tool string, metadata map[string]string, principal string) bool {
-	if !r.When.Holds(metadata, principal) {
-		return false
-	}
+	return r.When.Holds(metadata, principal) && r.matchesTool(tool)
+}
+
+// matchesTool reports whether the rule's tool name or glob matches tool.
+func (r *Rule) matchesTool(tool string) bool {
 	if !strings.Contains(r.Tool, "*") {
 		return r.Tool == tool
 	}
@@ -118,4 +120,34 @@ func hook(r *rawHTTP, def time.Duration, where string, p *problems) *Hook {
 	}
 	h.Timeout = duration(r.Timeout, def, where+".timeout", p)
 	return h
+}
+
+// FirstRule returns the rule that would decide a call of tool by agent a
+// in g when its condition holds: the first, graph's rules first, whose
+// tool matches; nil when none does (the call is allowed). Diagrams and
+// `validate` use it to mark the handoffs a rule gates.
+func (g *Graph) FirstRule(a *Agent, tool string) *Rule {
+	for _, rules := range [][]Rule{g.Permissions, a.Permissions} {
+		for i := range rules {
+			if r := &rules[i]; r.matchesTool(tool) {
+				return r
+			}
+		}
+	}
+	return nil
+}
+
+// gateNote is how a diagram or `validate` marks a handoff a rule gates:
+// "ask" or "deny", with the rule's condition when it has one ("ask when
+// metadata.plan=pro"); empty when the first matching rule allows or none
+// matches.
+func gateNote(g *Graph, a *Agent, h *Handoff) string {
+	r := g.FirstRule(a, h.ToolName)
+	if r == nil || r.Action == ActionAllow {
+		return ""
+	}
+	if r.When != nil {
+		return string(r.Action) + " when " + describeCondition(r.When)
+	}
+	return string(r.Action)
 }

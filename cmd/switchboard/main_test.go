@@ -85,6 +85,17 @@ func TestGraphDiagram(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(out, "flowchart LR") || !strings.Contains(out, "transfer_to_billing") {
 		t.Errorf("mermaid: exit %d\n%s", code, out)
 	}
+	// The support desk's refund is behind ask: its edge says so, and
+	// only its edge.
+	t.Setenv("CHARGES_URL", "http://127.0.0.1:7000/charges")
+	code, out, errOut := runCLI("graph", "--config", "../../examples/support.yaml")
+	if code != 0 || !strings.Contains(out, `-->|"escalate_refund (ask)"|`) || strings.Count(out, "(ask)") != 1 {
+		t.Errorf("support desk: exit %d %s\n%s", code, errOut, out)
+	}
+	code, out, _ = runCLI("graph", "--config", "../../examples/support.yaml", "--format", "dot")
+	if code != 0 || !strings.Contains(out, `[label="escalate_refund (ask)"]`) || !strings.Contains(out, `[label="transfer_to_billing"]`) {
+		t.Errorf("support desk, dot: exit %d\n%s", code, out)
+	}
 	code, out, _ = runCLI("graph", "--format", "dot")
 	if code != 0 || !strings.HasPrefix(out, "digraph") {
 		t.Errorf("dot: exit %d\n%s", code, out)
