@@ -243,6 +243,7 @@ func TestPreToolCallDeniesAndFailsClosed(t *testing.T) {
 		{"unknown action", 200, `{"action": "maybe"}`, 0, regexp.MustCompile(`unknown action "maybe"`)},
 		{"no action", 200, `{"arguments": {}}`, 0, regexp.MustCompile(`the answer has no action`)},
 		{"arguments not an object", 200, `{"action": "allow", "arguments": [1]}`, 0, regexp.MustCompile(`arguments must be a JSON object$`)},
+		{"ask without a session", 200, `{"action": "ask"}`, 0, regexp.MustCompile(`^approval requires a session$`)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -463,4 +464,38 @@ func (c *spanCollector) contains(s string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return strings.Contains(string(c.raw), s)
+}
+
+// A sub-agent tool passes the hook like any server tool: its rewritten
+// arguments are the task the sub-agent gets.
+func TestPreToolCallSubagentTool(t *testing.T) {
+	h := newHookServer(t, func(c hookCall) (int, string) {
+		if c.Tool == "ask_researcher" {
+			return http.StatusOK, `{"action": "allow", "arguments": {"task": "find the boiling point (redacted)"}}`
+		}
+		return http.StatusOK, `{"action": "deny"}`
+	})
+	extra := "    pre_tool_call: {url: \"" + h.URL + "/gate\"}\n"
+	gw, fake := research(t, extra,
+		fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("c1", "ask_researcher", `{"task":"find the boiling point for card 4111"}`)}},
+		fakeupstream.Reply{Text: "100 C"},
+		fakeupstream.Reply{Text: "Water boils at 100 C."},
+	)
+	if c := completion(t, gw, gwtest.User("research", "When does water boil?"), nil); c.Text() != "Water boils at 100 C." {
+		t.Fatalf("%q", c.Text())
+	}
+	gates := h.calls()
+	if len(gates) != 1 || gates[0].Tool != "ask_researcher" || gates[0].Agent != "lead" {
+		t.Fatalf("hook calls %+v", gates)
+	}
+	sub := fake.Requests()[1]
+	last := sub.Parsed.Messages[len(sub.Parsed.Messages)-1]
+	if last.Text() != "find the boiling point (redacted)" {
+		t.Errorf("the sub-agent's task %q", last.Text())
+	}
+	for _, r := range fake.Requests() {
+		if strings.Contains(string(r.Body), "4111") {
+			t.Errorf("the model's original arguments reached %s", r.Parsed.Model)
+		}
+	}
 }

@@ -1,7 +1,8 @@
 // Package runtime runs Switchboard's graphs: the agent loop, handoffs,
 // input filters, limits and sessions. It knows nothing of HTTP, Redis or any
 // provider SDK; it declares the small interfaces it needs (ports.go: Model,
-// Store, HookCaller, Metrics; tools.go: ToolRunner) and the other packages
+// Store, HookCaller, Metrics; tools.go: ToolRunner; prehook.go:
+// PreToolCallHook) and the other packages
 // satisfy them. The rules it implements are in docs/handoffs.md.
 //
 // How the pieces fit:
