@@ -499,3 +499,48 @@ func TestPreToolCallSubagentTool(t *testing.T) {
 		}
 	}
 }
+
+// A handoff that waited for the turn's approvals meets the hook only when
+// the turn resumes, after its assistant message was stored: the rewrite
+// still reaches the routing note and the stored call.
+func TestPreToolCallRewritesResumedHandoff(t *testing.T) {
+	stores(t, func(t *testing.T, storeURL string) {
+		h := newHookServer(t, func(c hookCall) (int, string) {
+			if c.Tool == "transfer_to_triage" {
+				return http.StatusOK, `{"action": "allow", "arguments": {"reason": "hooked"}}`
+			}
+			return allowAll(c)
+		})
+		gw, fake, tools := hookedDesk(t, storeURL, h, "",
+			fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("c1", "transfer_to_billing", `{}`)}},
+			fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("l1", "lookup_charges", `{}`), toolCall("t1", "transfer_to_triage", `{"reason": "secret 4111"}`)}},
+			fakeupstream.Reply{Text: "Back at triage."},
+		)
+		id := newSessionID(t)
+		a := paused(t, gw, gwtest.User("support", "charges, then back"), acme(id), "lookup_charges", `{}`)
+		for _, c := range h.calls() {
+			if c.Tool == "transfer_to_triage" {
+				t.Fatal("the waiting handoff was put to the hook before the turn resumed")
+			}
+		}
+		body := emptyTurn()
+		body["approvals"] = []any{map[string]any{"id": a.ID, "approve": true}}
+		if c := completion(t, gw, body, acme(id)); c.Text() != "Back at triage." || c.Metadata.AgentName != "triage" {
+			t.Fatalf("%q by %q", c.Text(), c.Metadata.AgentName)
+		}
+		if len(tools.got("/charges")) != 1 {
+			t.Error("the approved tool did not run once")
+		}
+		last := fake.Requests()[2]
+		if note := systemPrompt(t, last); !strings.Contains(note, `handoff billing -> triage: reason="hooked"`) {
+			t.Errorf("routing note in %q", note)
+		}
+		if strings.Contains(string(last.Body), "4111") {
+			t.Error("the model read the call's original arguments")
+		}
+		s := gw.Do(context.Background(), http.MethodGet, "/v1/sessions/"+id, nil, acme(id))
+		if s.Status != http.StatusOK || strings.Contains(string(s.Body), "4111") || !strings.Contains(string(s.Body), `hooked`) {
+			t.Errorf("stored session: %d %s", s.Status, s.Body)
+		}
+	})
+}
