@@ -4,7 +4,7 @@ GO ?= go
 # with "context deadline exceeded" at the deadline (go.dev/issue/75804).
 FUZZTIME ?= 20000x
 
-.PHONY: run test check unit mcp-deps fuzz-short e2e tracing-e2e helm-check redis-scale flake bench bench-streams fuzz soak build docker redteam
+.PHONY: run test check unit mcp-deps fuzz-short e2e browser screenshots tracing-e2e helm-check redis-scale flake bench bench-streams fuzz soak build docker redteam
 
 # run: the gateway on its built-in offline demo (no network, no config).
 run:
@@ -13,8 +13,9 @@ run:
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/switchboard ./cmd/switchboard
 
-# test: everything CI checks. Needs Redis on 127.0.0.1:6379 and Node.js.
-test: check unit fuzz-short e2e tracing-e2e helm-check redis-scale
+# test: everything CI checks. Needs Redis on 127.0.0.1:6379, Node.js and
+# Chromium (e2e/browser/run.sh installs Debian's when it is missing).
+test: check unit fuzz-short e2e browser tracing-e2e helm-check redis-scale
 
 check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "not gofmt-ed:"; echo "$$out"; exit 1; fi
@@ -38,6 +39,15 @@ fuzz:
 
 e2e:
 	bash e2e/run.sh
+
+# browser: the console (GET /console) in headless Chromium (Debian's
+# chromium, installed when missing) against the built gateway.
+browser:
+	bash e2e/browser/run.sh
+
+# screenshots: rewrite the README's pictures of the console (docs/img/).
+screenshots:
+	bash e2e/browser/run.sh screenshots
 
 tracing-e2e:
 	bash scripts/tracing-e2e.sh

@@ -1,0 +1,3 @@
+// Package browser drives the console (GET /console) in headless Chromium;
+// see run.sh.
+package browser
