@@ -19,7 +19,7 @@ func TestScreenshots(t *testing.T) {
 	}
 	gw := startGateway(t, "console.yaml")
 	p := newPage(t, nil)
-	p.do("open the console", chromedp.Navigate(gw+"/console#playground"))
+	p.do("open the console", chromedp.EmulateViewport(1360, 860), chromedp.Navigate(gw+"/console#playground"))
 	eval[bool](p, "(() => {"+helpers+" return true; })()")
 	p.until("the diagram", `document.querySelector('#side-diagram svg')`)
 
@@ -31,6 +31,7 @@ func TestScreenshots(t *testing.T) {
 	p.do("approve", chromedp.Click(chromedp.CSS(`#messages [data-testid="approve"]`)))
 	p.until("billing after the refund", `__t.msgs('#messages', 'billing').length === 2 && __t.idle()`)
 	p.do("open the sub-agent's work", chromedp.Click(chromedp.CSS(`#messages [data-testid="subagent"] summary`)))
+	eval[bool](p, `(() => { const m = document.getElementById("messages"); m.scrollTop = m.scrollHeight; return true; })()`)
 	shoot(p, filepath.Join(dir, "console-playground.png"))
 
 	p.do("graphs", chromedp.Click(tid("graphs-tab")))
