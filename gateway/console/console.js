@@ -463,6 +463,9 @@
     if (!text || state.running || !state.graph) return;
     input.value = "";
     const box = chatLog();
+    // A new message rejects the approvals still pending (the gateway does
+    // so): their buttons no longer decide anything.
+    for (const b of box.querySelectorAll('[data-testid="approve"], [data-testid="reject"]')) b.disabled = true;
     box.append(messageEl("you", text, true));
     scrollDown(box);
     rememberGraph(state.sessionId, state.graph);
