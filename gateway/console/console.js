@@ -132,6 +132,7 @@
   }
 
   for (const t of document.querySelectorAll(".tab")) t.addEventListener("click", () => showTab(t.dataset.tab));
+  $("side-full").addEventListener("click", () => showTab("graphs"));
 
   // ---- graphs and diagrams ---------------------------------------------
 
@@ -173,8 +174,6 @@
     };
     walk(root);
     const svg = document.importNode(root, true);
-    svg.removeAttribute("width");
-    svg.removeAttribute("height");
     svg.setAttribute("role", "img");
     return svg;
   }
