@@ -11,7 +11,7 @@
 // thousands of slow streams held open at once through the gateway and the
 // proxy, and writes its own section of the report.
 //
-//	go run ./bench -streams [-n 1000,5000,max] [-variants proxy,gateway,...] [-rounds 1] [-profile DIR]
+//	go run ./bench -streams [-n 1000,5000,max] [-variants proxy,gateway,...] [-rounds 1] [-redis-pool N] [-profile DIR]
 package main
 
 import (
@@ -67,9 +67,10 @@ func main() {
 	gap := flag.Duration("gap", 200*time.Millisecond, "-streams: time between two chunks of a stream")
 	chunks := flag.Int("chunks", 25, "-streams: content chunks per stream")
 	ramp := flag.Duration("ramp", 2*time.Second, "-streams: every stream is opened within this time")
+	redisPool := flag.Int("redis-pool", 0, "-streams: the Redis store's pool_size in gateway-redis; 0: the store's default (100 per CPU)")
 	flag.Parse()
 	if *streams {
-		o := streamOptions{redis: *redis, out: *out, rounds: max(*rounds, 1), ramp: *ramp, gap: *gap, chunks: max(*chunks, 2), maxStreams: maxStreams()}
+		o := streamOptions{redis: *redis, out: *out, rounds: max(*rounds, 1), ramp: *ramp, gap: *gap, chunks: max(*chunks, 2), maxStreams: maxStreams(), redisPool: *redisPool}
 		os.Exit(mainStreams(o, *counts, *variants, *profile))
 	}
 	o := defaults(*quick)

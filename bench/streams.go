@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -34,16 +30,18 @@ import (
 
 // streamOptions says what the long-streams benchmark measures.
 type streamOptions struct {
-	root     string
-	out      string // "" writes no file
-	redis    string // "" skips gateway-redis
-	ns       []int
-	variants []string
-	rounds   int
-	ramp     time.Duration
-	gap      time.Duration
-	chunks   int
-	profile  string // directory for pprof profiles of each phase; "" takes none
+	root  string
+	out   string // "" writes no file
+	redis string // "" skips gateway-redis
+	// redisPool is gateway-redis's pool_size; 0 keeps the store's default.
+	redisPool int
+	ns        []int
+	variants  []string
+	rounds    int
+	ramp      time.Duration
+	gap       time.Duration
+	chunks    int
+	profile   string // directory for pprof profiles of each phase; "" takes none
 	// maxStreams is what the open-file limit allows: a stream through a
 	// target holds two files in it.
 	maxStreams int
@@ -53,8 +51,10 @@ type streamOptions struct {
 var streamVariants = []string{"proxy", "gateway", "gateway-redis", "gateway-handoff"}
 
 // fdReserve is how many files of the limit are kept for what is not a
-// stream: listeners, Redis and metrics connections, the runtime's own.
-const fdReserve = 200
+// stream: listeners, metrics connections, the runtime's own, and the Redis
+// store's pool, which may open 100 connections per CPU (cache's
+// defaultPoolSize) while thousands of streams start.
+const fdReserve = 600
 
 // maxStreams is the most streams a target can hold under its open-file
 // limit (the same as this process's), in hundreds.
@@ -234,6 +234,9 @@ func (sb *streamBench) startTarget(variant string) (*proc, error) {
 	store := "memory://"
 	if variant == "gateway-redis" {
 		store = "redis://" + sb.o.redis + "/0"
+		if sb.o.redisPool > 0 {
+			store += "?pool_size=" + strconv.Itoa(sb.o.redisPool)
+		}
 	}
 	path := filepath.Join(sb.tmp, variant+".yaml")
 	if err := os.WriteFile(path, []byte(fmt.Sprintf(streamsConfig, store, sb.up.base)), 0o600); err != nil {
@@ -296,6 +299,7 @@ func (sb *streamBench) phase(ctx context.Context, variant string, n, round int) 
 		return nil, err
 	}
 
+	drops0 := listenDrops()
 	sampler := startRSSSampler(p)
 	var side sync.WaitGroup
 	if sb.o.profile != "" {
@@ -348,6 +352,7 @@ func (sb *streamBench) phase(ctx context.Context, variant string, n, round int) 
 	}
 	peak := sampler()
 	side.Wait()
+	drops := listenDrops() - drops0
 
 	gorAfter, settle, err := sb.settledGoroutines(p, client, gor0)
 	if err != nil {
@@ -356,19 +361,20 @@ func (sb *streamBench) phase(ctx context.Context, variant string, n, round int) 
 	ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
 	sampled := float64(max(openAtPeak, 1))
 	out := rec{
-		"dropped":     float64(res.dropped),
-		"rss_peak_mb": float64(peak) / (1 << 20),
-		"rss_kb":      float64(peak-rss0) / 1024 / float64(n),
-		"cpu_ms":      ms(cpu1-cpu0) / float64(n),
-		"gap50":       ms(pct(res.gaps, 50)),
-		"gap99":       ms(pct(res.gaps, 99)),
-		"first50":     ms(pct(res.firsts, 50)),
-		"first99":     ms(pct(res.firsts, 99)),
-		"gor_base":    float64(gor0),
-		"gor_per":     float64(peakGor-gor0) / sampled,
-		"open_max":    float64(open.max.Load()),
-		"gor_after":   float64(gorAfter),
-		"settle_ms":   ms(settle),
+		"dropped":      float64(res.dropped),
+		"rss_peak_mb":  float64(peak) / (1 << 20),
+		"rss_kb":       float64(peak-rss0) / 1024 / float64(n),
+		"cpu_ms":       ms(cpu1-cpu0) / float64(n),
+		"gap50":        ms(pct(res.gaps, 50)),
+		"gap99":        ms(pct(res.gaps, 99)),
+		"first50":      ms(pct(res.firsts, 50)),
+		"first99":      ms(pct(res.firsts, 99)),
+		"gor_base":     float64(gor0),
+		"gor_per":      float64(peakGor-gor0) / sampled,
+		"open_max":     float64(open.max.Load()),
+		"gor_after":    float64(gorAfter),
+		"settle_ms":    ms(settle),
+		"listen_drops": float64(drops),
 	}
 	// The heap and the stacks in use per stream open when they were
 	// read, for the profile notes (the table shows RSS).
@@ -410,22 +416,6 @@ func (sb *streamBench) profiles(p *proc, variant string, n, round int) {
 	}
 }
 
-func fetchTo(url, path string) error {
-	resp, err := http.Get(url)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("status %d", resp.StatusCode)
-	}
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, b, 0o644)
-}
-
 // settledGoroutines waits until p's goroutines are down to floor (10 s at
 // most) or, with floor 0, have not moved for a second, closing the idle
 // connections of both sides again every second (a connection may turn idle
@@ -454,180 +444,4 @@ func (sb *streamBench) settledGoroutines(p *proc, client *http.Client, floor int
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-// goroutines reads go_goroutines from the process's /metrics.
-func goroutines(p *proc) (int, error) {
-	resp, err := http.Get(p.base + "/metrics")
-	if err != nil {
-		return 0, fmt.Errorf("scrape %s: %w", p.name, err)
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "go_goroutines "); ok {
-			n, err := strconv.ParseFloat(v, 64)
-			return int(n), err
-		}
-	}
-	return 0, fmt.Errorf("scrape %s: no go_goroutines", p.name)
-}
-
-// startRSSSampler reads p's RSS every 10 ms until the returned function is
-// called, which returns the peak.
-func startRSSSampler(p *proc) func() int64 {
-	done := make(chan struct{})
-	var peak int64
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(10 * time.Millisecond)
-		defer t.Stop()
-		for {
-			if v, err := p.rss(); err == nil {
-				peak = max(peak, v)
-			}
-			select {
-			case <-done:
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	return func() int64 { close(done); wg.Wait(); return peak }
-}
-
-// gauge counts the streams open (from their first content chunk to their
-// end) and the most open at once.
-type gauge struct{ now, max atomic.Int64 }
-
-func (g *gauge) add(d int64) {
-	if g == nil {
-		return
-	}
-	v := g.now.Add(d)
-	for {
-		m := g.max.Load()
-		if v <= m || g.max.CompareAndSwap(m, v) {
-			return
-		}
-	}
-}
-
-// held is what the streams of one phase saw.
-type held struct {
-	dropped int
-	errs    []string // a few distinct reasons for drops
-	gaps    []time.Duration
-	firsts  []time.Duration
-}
-
-// holdStreams opens n streams, stream i at ramp*i/n, and waits for all of
-// them to end.
-func holdStreams(ctx context.Context, c *http.Client, url string, body []byte, header func(int) map[string]string,
-	n int, ramp time.Duration, chunks int, open *gauge) held {
-	type one struct {
-		err   error
-		first time.Duration
-		gaps  []time.Duration
-	}
-	results := make([]one, n)
-	var wg sync.WaitGroup
-	t0 := time.Now()
-	for i := range n {
-		if d := time.Until(t0.Add(ramp * time.Duration(i) / time.Duration(n))); d > 0 {
-			time.Sleep(d)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			st, err := openStream(ctx, c, url, body, header(i), chunks, open)
-			results[i] = one{err: err, first: st.first, gaps: st.gaps}
-		}()
-	}
-	wg.Wait()
-	var h held
-	for _, r := range results {
-		if r.err != nil {
-			h.dropped++
-			if msg := r.err.Error(); len(h.errs) < 3 && !slices.Contains(h.errs, msg) {
-				h.errs = append(h.errs, msg)
-			}
-			continue
-		}
-		h.firsts = append(h.firsts, r.first)
-		h.gaps = append(h.gaps, r.gaps...)
-	}
-	slices.Sort(h.gaps)
-	slices.Sort(h.firsts)
-	return h
-}
-
-// streamTimes are one stream's first content chunk, from the request, and
-// the gaps between its content chunks.
-type streamTimes struct {
-	first time.Duration
-	gaps  []time.Duration
-}
-
-var contentMark = []byte(`"content":"`)
-
-// openStream sends one streamed request and reads it to [DONE]; a stream
-// with other than chunks content chunks, or without [DONE], failed. open
-// (nil: none) counts it from its first content chunk to its end.
-func openStream(ctx context.Context, c *http.Client, url string, body []byte, header map[string]string, chunks int, open *gauge) (streamTimes, error) {
-	start := time.Now()
-	resp, err := send(ctx, c, url, body, header)
-	if err != nil {
-		return streamTimes{}, err
-	}
-	defer resp.Body.Close()
-	st := streamTimes{gaps: make([]time.Duration, 0, chunks-1)}
-	r := bufio.NewReader(resp.Body)
-	var last time.Time
-	n, done := 0, false
-	for {
-		line, err := r.ReadSlice('\n')
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return streamTimes{}, fmt.Errorf("read stream: %w", err)
-		}
-		if bytes.HasPrefix(line, []byte("data: [DONE]")) {
-			done = true
-			continue
-		}
-		if bytes.HasPrefix(line, []byte("data: ")) && bytes.Contains(line, contentMark) {
-			now := time.Now()
-			if n == 0 {
-				st.first = now.Sub(start)
-				open.add(1)
-				defer open.add(-1)
-			} else {
-				st.gaps = append(st.gaps, now.Sub(last))
-			}
-			last = now
-			n++
-		}
-	}
-	if n != chunks || !done {
-		return streamTimes{}, fmt.Errorf("stream had %d of %d content chunks, [DONE] %v", n, chunks, done)
-	}
-	return st, nil
-}
-
-// loadAvg is the first three fields of /proc/loadavg.
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
 }

@@ -89,3 +89,18 @@ func TestSpliceStreams(t *testing.T) {
 		t.Errorf("keptStreams = %q, want %q", got, want)
 	}
 }
+
+// TestParseListenDrops reads the counter the report's listen drops come
+// from, as Linux writes it.
+func TestParseListenDrops(t *testing.T) {
+	netstat := "TcpExt: SyncookiesSent SyncookiesRecv ListenOverflows ListenDrops TCPHPHits\n" +
+		"TcpExt: 0 0 22577 22580 9\n" +
+		"IpExt: InNoRoutes ListenDrops\n" +
+		"IpExt: 1 2\n"
+	if got := parseListenDrops(netstat); got != 22580 {
+		t.Errorf("parseListenDrops = %d, want 22580", got)
+	}
+	if got := parseListenDrops("IpExt: InNoRoutes\nIpExt: 1\n"); got != 0 {
+		t.Errorf("without TcpExt: %d, want 0", got)
+	}
+}
