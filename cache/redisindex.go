@@ -64,9 +64,12 @@ func (s *Redis) List(ctx context.Context, principal string, limit int) ([]runtim
 	var dead []any
 	// Read the index newest first, a page at a time, until limit live
 	// sessions are found: the dead are few (the write path drops the
-	// expired), and the index is bounded by maxListed.
+	// expired, Delete its own), and the index is bounded by maxListed. A
+	// page has some room for them, so that a small limit does not take a
+	// round trip per dead entry.
+	page := int64(max(2*limit, 32))
 	for start := int64(0); len(out) < limit; {
-		zs, err := s.client.ZRevRangeWithScores(bctx, idx, start, start+int64(limit)-1).Result()
+		zs, err := s.client.ZRevRangeWithScores(bctx, idx, start, start+page-1).Result()
 		if err != nil {
 			return nil, fail(ctx, op, err)
 		}
@@ -95,7 +98,7 @@ func (s *Redis) List(ctx context.Context, principal string, limit int) ([]runtim
 			out = append(out, info)
 		}
 		start += int64(len(zs))
-		if len(zs) < limit {
+		if int64(len(zs)) < page {
 			break
 		}
 	}

@@ -131,3 +131,41 @@ func TestRedisSaveIndexCostIsConstant(t *testing.T) {
 		t.Errorf("List(3) = %v, want the three newest", ids)
 	}
 }
+
+// Index entries whose session is gone without a Delete (evicted, or
+// expired between writes) are skipped, however many of them stand before
+// the live ones, and List removes them from the index.
+func TestRedisListSkipsVanishedSessions(t *testing.T) {
+	s := openRedis(t, Options{})
+	p := "cache-test-" + rand.Text()
+	t.Cleanup(func() { _ = s.client.Del(context.Background(), indexKey(p)).Err() })
+	var keys []runtime.SessionKey
+	for i := range 45 {
+		k := runtime.SessionKey{Principal: p, ID: fmt.Sprintf("s%02d", i)}
+		t.Cleanup(func() { _ = s.Delete(context.Background(), k) })
+		if _, err := turn(t, s, k, runtime.Write{Messages: []runtime.Message{{Role: runtime.RoleUser, Content: "hi"}}}); err != nil {
+			t.Fatalf("turn: %v", err)
+		}
+		keys = append(keys, k)
+	}
+	// The 40 newest vanish behind the store's back, as eviction would.
+	for _, k := range keys[5:] {
+		if err := s.client.Del(t.Context(), keysFor(k).list()...).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.List(t.Context(), p, 3)
+	if err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	var ids []string
+	for _, g := range got {
+		ids = append(ids, g.ID)
+	}
+	if fmt.Sprint(ids) != "[s04 s03 s02]" {
+		t.Errorf("List(3) = %v, want [s04 s03 s02]", ids)
+	}
+	if n, err := s.client.ZCard(t.Context(), indexKey(p)).Result(); err != nil || n > 5 {
+		t.Errorf("index holds %d entries (%v) after List, want the vanished ones gone", n, err)
+	}
+}
