@@ -49,7 +49,7 @@ var enter = chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
 func TestConsole(t *testing.T) {
 	gw := startGateway(t, "console.yaml")
 	p := newPage(t, nil)
-	p.do("open the console", chromedp.Navigate(gw+"/console"))
+	p.do("open the console", chromedp.Navigate(gw.URL+"/console"))
 	eval[bool](p, "(() => {"+helpers+" return true; })()")
 
 	p.until("the support graph drawn", `document.querySelector('[data-testid="graph-diagram"][data-graph="support"] svg')`)
@@ -164,7 +164,7 @@ func TestConsoleKey(t *testing.T) {
 		return strings.Contains(problem, "401") &&
 			(strings.Contains(problem, "/v1/models") || strings.Contains(problem, "Failed to load resource"))
 	})
-	p.do("open the console", chromedp.Navigate(gw+"/console"))
+	p.do("open the console", chromedp.Navigate(gw.URL+"/console"))
 	p.until("the key prompt", `!document.getElementById("key-overlay").hidden && document.querySelector('[data-testid="key-input"]')`)
 	if n := eval[int](p, `document.querySelectorAll('[data-testid="graph-diagram"]').length`); n != 0 {
 		t.Errorf("graphs shown without a key")
@@ -187,6 +187,9 @@ func TestConsoleKey(t *testing.T) {
 	}
 	if strings.Contains(loc, key) {
 		t.Errorf("the key is in the URL: %s", loc)
+	}
+	if strings.Contains(gw.Log(), key) || strings.Contains(gw.Log(), "wrong-key") {
+		t.Errorf("the gateway logged a key")
 	}
 	p.noProblems()
 }

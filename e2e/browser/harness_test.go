@@ -34,11 +34,25 @@ func need(t *testing.T, name string) string {
 	return v
 }
 
+// gateway is a switchboard process under test.
+type gateway struct {
+	URL   string
+	logMu *sync.Mutex
+	logs  *strings.Builder
+}
+
+// Log is what the gateway has logged so far.
+func (g *gateway) Log() string {
+	g.logMu.Lock()
+	defer g.logMu.Unlock()
+	return g.logs.String()
+}
+
 // startGateway runs the switchboard binary on config, on a port the kernel
-// picks (read back from its "switchboard listening" log line), waits for
-// /readyz and returns its base URL. The gateway is stopped when the test
-// ends; its log is printed when the test failed.
-func startGateway(t *testing.T, config string) string {
+// picks (read back from its "switchboard listening" log line), and waits
+// for /readyz. The gateway is stopped when the test ends; its log is
+// printed when the test failed.
+func startGateway(t *testing.T, config string) *gateway {
 	t.Helper()
 	cmd := exec.Command(need(t, "SWITCHBOARD_BIN"), "serve", "--config", config, "--listen", "127.0.0.1:0")
 	stderr, err := cmd.StderrPipe()
@@ -48,10 +62,8 @@ func startGateway(t *testing.T, config string) string {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start the gateway: %v", err)
 	}
-	var (
-		logMu sync.Mutex
-		logs  strings.Builder
-	)
+	g := &gateway{logMu: &sync.Mutex{}, logs: &strings.Builder{}}
+	logMu, logs := g.logMu, g.logs
 	addr := make(chan string, 1)
 	scanned := make(chan struct{})
 	go func() {
@@ -108,7 +120,8 @@ func startGateway(t *testing.T, config string) string {
 		if err == nil {
 			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return url
+				g.URL = url
+				return g
 			}
 		}
 		if time.Now().After(deadline) {

@@ -54,7 +54,7 @@ func TestConsoleDiagramIsSanitised(t *testing.T) {
 			})
 		}
 	}()
-	p.do("open the console", chromedp.Navigate(gw+"/console#graphs"))
+	p.do("open the console", chromedp.Navigate(gw.URL+"/console#graphs"))
 	p.until("the diagram inlined", `document.querySelector('[data-testid="graph-diagram"] svg text')`)
 	p.do("click its text", chromedp.Click(chromedp.CSS(`[data-testid="graph-diagram"] svg text`)))
 

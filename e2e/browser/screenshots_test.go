@@ -19,7 +19,7 @@ func TestScreenshots(t *testing.T) {
 	}
 	gw := startGateway(t, "console.yaml")
 	p := newPage(t, nil)
-	p.do("open the console", chromedp.EmulateViewport(1360, 860), chromedp.Navigate(gw+"/console#playground"))
+	p.do("open the console", chromedp.EmulateViewport(1360, 860), chromedp.Navigate(gw.URL+"/console#playground"))
 	eval[bool](p, "(() => {"+helpers+" return true; })()")
 	p.until("the diagram", `document.querySelector('#side-diagram svg')`)
 
