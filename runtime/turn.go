@@ -177,20 +177,50 @@ func (rn *run) resume(ctx context.Context) (turnOutcome, error) {
 		}
 		answered[m.ToolCallID] = true
 	}
-	var rest []ToolCall
+	var rest, owed []ToolCall
+	gated := false
 	for _, c := range msgs[ai].ToolCalls {
 		if answered[c.ID] {
 			continue
 		}
 		if rn.classify(c).kind == callClient {
-			return turnOutcome{}, nil // still owed by the client
+			owed = append(owed, c)
+			continue
 		}
+		gated = gated || rn.approvalFor(c.ID) != nil
 		rest = append(rest, c)
+	}
+	if len(owed) > 0 {
+		if !gated {
+			return turnOutcome{}, nil // the client answered only some of its calls
+		}
+		// Decisions came before the client's results: the turn goes on
+		// only once both are in, so the run waits for the results again.
+		return rn.stillOwed(msgs[ai], owed, rest), nil
 	}
 	if len(rest) == 0 {
 		return turnOutcome{}, nil
 	}
 	return rn.turn(ctx, rest)
+}
+
+// stillOwed is the suspension of a turn whose client calls are still owed
+// while approvals held others: the tool_calls reply again, listing the
+// approvals still pending.
+func (rn *run) stillOwed(turn Message, owed, rest []ToolCall) turnOutcome {
+	var held []PendingCall
+	now := time.Now()
+	for _, c := range rest {
+		if a := rn.approvalFor(c.ID); a != nil {
+			cp := *a
+			if cp.expire(now); cp.Status == ApprovalPending {
+				held = append(held, PendingCall{Call: c, Agent: rn.agent.Name, Reason: SuspendApproval, Data: cp})
+			}
+		}
+	}
+	msg := turn
+	msg.ToolCalls = owed
+	return turnOutcome{suspended: suspension(rn.agent, owed, held), message: msg, reason: "tool_calls"}
 }
 
 // classify tells what a call refers to for the current agent.
