@@ -135,7 +135,13 @@ func (g permissionGate) decide(ctx context.Context, inv *ToolInvocation, next To
 	case graphs.ActionAsk:
 		if rn.saver == nil || rn.req.Ephemeral {
 			inv.perm = &permDecision{DecisionDenied, source}
-			return ToolError(codeDenied, "approval requires a session"), nil
+			msg := "approval requires a session"
+			if inv.Run.Parent != nil {
+				// A sub-agent's run keeps no session of its own to pause
+				// in (docs/permissions.md).
+				msg += " (a sub-agent's call cannot wait for one)"
+			}
+			return ToolError(codeDenied, msg), nil
 		}
 		if rn.remembered(inv.Agent.Name, name) {
 			inv.perm = &permDecision{DecisionAllowed, SourceRemembered}
