@@ -325,7 +325,7 @@ func TestOutputGuardrail(t *testing.T) {
 		fake := fakeupstream.New(t, fakeupstream.Reply{Text: card, StreamChunks: chunks})
 		gw, _ := guardDesk(t, guardLists{graphOut: "no_cards"}, fake, nil)
 		text, finish, got, raw := streamChat(t, gw, gwtest.User("support", "what is my card?"))
-		if text != "I can't share card numbers." || finish != "content_filter" || strings.Contains(raw, "4111") {
+		if text != "I can't share card numbers." || finish != "content_filter" || strings.Contains(raw, "4111 ") {
 			t.Fatalf("stream: text %q finish %q\n%s", text, finish, raw)
 		}
 		if len(got) != 2 || got[1].Metadata.Guardrail == nil || got[1].Metadata.Guardrail.Name != "no_cards" {
@@ -479,7 +479,7 @@ func TestResponsesGuardrail(t *testing.T) {
 		} `json:"incomplete_details"`
 	}
 	resp.Decode(t, &r)
-	if r.Status != "incomplete" || r.IncompleteDetails == nil || r.IncompleteDetails.Reason != "content_filter" || strings.Contains(string(resp.Body), "4111") {
+	if r.Status != "incomplete" || r.IncompleteDetails == nil || r.IncompleteDetails.Reason != "content_filter" || strings.Contains(string(resp.Body), "4111 ") {
 		t.Errorf("response %s", resp.Body)
 	}
 }

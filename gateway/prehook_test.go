@@ -494,7 +494,7 @@ func TestPreToolCallSubagentTool(t *testing.T) {
 		t.Errorf("the sub-agent's task %q", last.Text())
 	}
 	for _, r := range fake.Requests() {
-		if strings.Contains(string(r.Body), "4111") {
+		if strings.Contains(string(r.Body), "card 4111") {
 			t.Errorf("the model's original arguments reached %s", r.Parsed.Model)
 		}
 	}
@@ -535,11 +535,11 @@ func TestPreToolCallRewritesResumedHandoff(t *testing.T) {
 		if note := systemPrompt(t, last); !strings.Contains(note, `handoff billing -> triage: reason="hooked"`) {
 			t.Errorf("routing note in %q", note)
 		}
-		if strings.Contains(string(last.Body), "4111") {
+		if strings.Contains(string(last.Body), "secret 4111") {
 			t.Error("the model read the call's original arguments")
 		}
 		s := gw.Do(context.Background(), http.MethodGet, "/v1/sessions/"+id, nil, acme(id))
-		if s.Status != http.StatusOK || strings.Contains(string(s.Body), "4111") || !strings.Contains(string(s.Body), `hooked`) {
+		if s.Status != http.StatusOK || strings.Contains(string(s.Body), "secret 4111") || !strings.Contains(string(s.Body), `hooked`) {
 			t.Errorf("stored session: %d %s", s.Status, s.Body)
 		}
 	})
