@@ -20,6 +20,7 @@ const (
 	minColGap  = 150 // widened to fit the longest edge label
 	rowGap     = 36
 	margin     = 24
+	portGap    = 20 // between two edges' ends on one side of a box
 )
 
 // box is one agent placed on the canvas.
@@ -61,6 +62,25 @@ func layout(g *graphs.Graph) (boxes []*box, byAgent map[*graphs.Agent]*box) {
 		}
 	}
 
+	// Each side of a box must have room for the edges that end on it (see
+	// ports), a portGap apart, so that their labels do not overlap.
+	ends := make(map[boxSide]int)
+	for _, b := range boxes {
+		targets := make([]*graphs.Agent, 0, len(b.agent.Handoffs)+len(b.agent.Subagents))
+		for _, h := range b.agent.Handoffs {
+			targets = append(targets, h.Target)
+		}
+		for _, t := range b.agent.Subagents {
+			targets = append(targets, t.Agent.Agent)
+		}
+		for _, a := range targets {
+			t := byAgent[a]
+			fromRight, toRight := sides(b, t)
+			ends[boxSide{b, fromRight}]++
+			ends[boxSide{t, toRight}]++
+		}
+	}
+
 	// Size the boxes, then stack each column and set columns side by side.
 	cols := 0
 	for _, b := range boxes {
@@ -71,6 +91,7 @@ func layout(g *graphs.Graph) (boxes []*box, byAgent map[*graphs.Agent]*box) {
 		}
 		b.w = max(minWidth, width+2*padding)
 		b.h = headHeight + float64(len(b.lines))*lineHeight + padding
+		b.h = max(b.h, float64(max(ends[boxSide{b, true}], ends[boxSide{b, false}])+1)*portGap)
 		cols = max(cols, b.col+1)
 	}
 	// The gap between columns holds the edges' labels.
@@ -170,4 +191,24 @@ func gate(g *graphs.Graph, a *graphs.Agent, tool string) graphs.Action {
 		}
 	}
 	return worst
+}
+
+// boxSide is the left or right side of a box.
+type boxSide struct {
+	b     *box
+	right bool
+}
+
+// sides says on which side of its boxes an edge from f to t ends: forward
+// edges leave on the right and enter on the left, backward edges the
+// other way round, and edges within a column use the right side at both
+// ends.
+func sides(f, t *box) (fromRight, toRight bool) {
+	switch {
+	case t.col > f.col:
+		return true, false
+	case t.col < f.col:
+		return false, true
+	}
+	return true, true
 }

@@ -141,32 +141,22 @@ type end struct {
 // along it, ordered by where the other end is, so that edges do not all
 // leave from one point and their labels do not pile up.
 func ports(edges []edge) {
-	type side struct {
-		b     *box
-		right bool
-	}
-	sides := make(map[side][]end)
-	var order []side
-	at := func(s side, x end) {
-		if _, ok := sides[s]; !ok {
+	onSide := make(map[boxSide][]end)
+	var order []boxSide
+	at := func(s boxSide, x end) {
+		if _, ok := onSide[s]; !ok {
 			order = append(order, s)
 		}
-		sides[s] = append(sides[s], x)
+		onSide[s] = append(onSide[s], x)
 	}
 	for i := range edges {
 		e := &edges[i]
-		fromRight, toRight := true, false // forward
-		switch {
-		case e.to.col < e.from.col:
-			fromRight, toRight = false, true
-		case e.to.col == e.from.col:
-			fromRight, toRight = true, true
-		}
-		at(side{e.from, fromRight}, end{e: e, start: true, other: e.to.y + e.to.h/2})
-		at(side{e.to, toRight}, end{e: e, start: false, other: e.from.y + e.from.h/2})
+		fromRight, toRight := sides(e.from, e.to)
+		at(boxSide{e.from, fromRight}, end{e: e, start: true, other: e.to.y + e.to.h/2})
+		at(boxSide{e.to, toRight}, end{e: e, start: false, other: e.from.y + e.from.h/2})
 	}
 	for _, s := range order {
-		ends := sides[s]
+		ends := onSide[s]
 		slices.SortStableFunc(ends, func(a, b end) int { return cmpFloat(a.other, b.other) })
 		for i, x := range ends {
 			y := s.b.y + s.b.h*float64(i+1)/float64(len(ends)+1)

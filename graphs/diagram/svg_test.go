@@ -53,9 +53,12 @@ type group struct {
 		Dash string `xml:"stroke-dasharray,attr"`
 	} `xml:"path"`
 	Texts []struct {
-		Class string `xml:"class,attr"`
-		Text  string `xml:",chardata"`
-		Span  string `xml:"tspan"`
+		Class  string  `xml:"class,attr"`
+		X      float64 `xml:"x,attr"`
+		Y      float64 `xml:"y,attr"`
+		Anchor string  `xml:"text-anchor,attr"`
+		Text   string  `xml:",chardata"`
+		Span   string  `xml:"tspan"`
 	} `xml:"text"`
 }
 
@@ -220,4 +223,43 @@ func keys(m map[string]group) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// Edge labels never overlap one another, nor a box, even between short
+// boxes with edges both ways.
+func TestSVGLabelsDoNotOverlap(t *testing.T) {
+	type rect struct {
+		what       string
+		x, y, w, h float64
+	}
+	overlap := func(a, b rect) bool {
+		return a.x < b.x+b.w && b.x < a.x+a.w && a.y < b.y+b.h && b.y < a.y+a.h
+	}
+	s := load(t)
+	for _, name := range []string{"ring", "support", "odd"} {
+		_, doc := render(t, s.Graphs[name])
+		var labels, boxes []rect
+		for _, gr := range doc.Groups {
+			switch gr.Class {
+			case "agent":
+				boxes = append(boxes, rect{"box " + gr.Agent, gr.Rect.X, gr.Rect.Y, gr.Rect.Width, gr.Rect.Height})
+			case "handoff", "subagent":
+				for _, tx := range gr.Texts {
+					w := float64(len([]rune(tx.Text))) * 7.2
+					x := tx.X
+					if tx.Anchor == "middle" {
+						x -= w / 2
+					}
+					labels = append(labels, rect{"label " + tx.Text, x, tx.Y - 11, w, 13})
+				}
+			}
+		}
+		for i, a := range labels {
+			for _, b := range append(labels[i+1:], boxes...) {
+				if overlap(a, b) {
+					t.Errorf("graph %s: %s overlaps %s", name, a.what, b.what)
+				}
+			}
+		}
+	}
 }
