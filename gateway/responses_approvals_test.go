@@ -71,6 +71,14 @@ func TestResponsesApprovalDecidedThenContinued(t *testing.T) {
 		if r := decideOne(gw, sess, a.ID, globex(sess), map[string]any{"approve": true}); r.Status != http.StatusNotFound {
 			t.Fatalf("another principal decided: %d %s", r.Status, r.Body)
 		}
+		globexAuth := map[string]string{"Authorization": "Bearer key-globex"}
+		if r := getResp(gw, p.ID, globexAuth); r.Status != http.StatusNotFound {
+			t.Errorf("another principal read the paused response: %d %s", r.Status, r.Body)
+		}
+		cont := map[string]any{"model": "support", "previous_response_id": p.ID, "approvals": []any{map[string]any{"id": a.ID, "approve": true}}}
+		if r := gw.Do(context.Background(), http.MethodPost, "/v1/responses", cont, globexAuth); r.Status != http.StatusNotFound {
+			t.Errorf("another principal continued the paused response: %d %s", r.Status, r.Body)
+		}
 		if r := decideOne(gw, sess, a.ID, acme(sess), map[string]any{"approve": true}); r.Status != http.StatusOK {
 			t.Fatalf("decide: %d %s", r.Status, r.Body)
 		}
@@ -179,5 +187,38 @@ func TestResponsesApprovalNotStoredDenied(t *testing.T) {
 	}
 	if len(tools.got("/charges")) != 0 {
 		t.Error("the tool ran")
+	}
+}
+
+// A turn with a client tool and a tool behind ask: function_call items and
+// the approvals in metadata, incomplete; the run goes on once the
+// function_call_output and the decision are in.
+func TestResponsesApprovalWithClientTool(t *testing.T) {
+	gw, fake, tools := gatedDesk(t, "memory://",
+		fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("c1", "transfer_to_billing", `{}`)}},
+		fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("l1", "lookup_charges", `{}`), toolCall("w1", "get_weather", `{"city":"Oslo"}`)}},
+		fakeupstream.Reply{Text: "Sunny, two charges."},
+	)
+	fn := []any{map[string]any{"type": "function", "name": "get_weather", "parameters": map[string]any{"type": "object"}}}
+	p := create(t, gw, input("weather and charges?", "tools", fn), acmeAuth)
+	if p.Status != "incomplete" || len(p.items()) != 1 || p.items()[0] != `function_call:w1:get_weather:{"city":"Oslo"}` {
+		t.Fatalf("%s %v", p.Status, p.items())
+	}
+	var aps []approvalBody
+	if err := json.Unmarshal([]byte(p.Metadata["approvals"]), &aps); err != nil || len(aps) != 1 || aps[0].Tool != "lookup_charges" {
+		t.Fatalf("approvals %q", p.Metadata["approvals"])
+	}
+	out := []any{map[string]any{"type": "function_call_output", "call_id": "w1", "output": "sunny"}}
+	again := create(t, gw, map[string]any{"model": "support", "previous_response_id": p.ID, "input": out, "tools": fn}, acmeAuth)
+	if again.Status != "incomplete" || again.text() != "Approval required: lookup_charges {}" || len(fake.Requests()) != 2 {
+		t.Fatalf("the result without the decision: %s %q", again.Status, again.text())
+	}
+	done := create(t, gw, map[string]any{"model": "support", "previous_response_id": again.ID, "tools": fn,
+		"approvals": []any{map[string]any{"id": aps[0].ID, "approve": true}}}, acmeAuth)
+	if done.Status != "completed" || done.text() != "Sunny, two charges." || len(tools.got("/charges")) != 1 {
+		t.Fatalf("%s %q", done.Status, done.text())
+	}
+	if got := toolResults(fake.Requests()[2]); got["w1"] != "sunny" || !strings.Contains(got["l1"], "ch_1") {
+		t.Errorf("results %v", got)
 	}
 }
