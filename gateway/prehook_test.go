@@ -97,7 +97,7 @@ func hookedDesk(t *testing.T, storeURL string, h *hookServer, extra string, repl
 	tools := newToolServer(t)
 	y := strings.Replace(gatedYAML(storeURL), "    max_steps: 6\n", `    max_steps: 6
     pre_tool_call: {url: "${HOOK_URL}/gate", timeout: 300ms}
-    on_approval_required: {url: "${HOOK_URL}/notify", timeout: 3s}
+    on_approval_required: {url: "${HOOK_URL}/notify", timeout: 30s}
 `, 1) + extra
 	// The charges tool takes a month, so that a rewrite shows.
 	y = strings.Replace(y, "    parameters: {type: object, properties: {}}\n", "    parameters: {type: object, properties: {month: {type: string}}}\n", 1)
@@ -331,6 +331,9 @@ func TestOnApprovalRequiredFailureIsNotFatal(t *testing.T) {
 	gw, _, _ := hookedDesk(t, "memory://", h, "",
 		fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("r1", "escalate_refund", `{"orderId":"o-1"}`)}},
 	)
+	// The first request of a process is slow (the checks of gwtest warm
+	// up): not what is measured here.
+	gw.Do(context.Background(), http.MethodGet, "/v1/models", nil, acme(""))
 	start := time.Now()
 	paused(t, gw, gwtest.User("support", "refund"), acme(newSessionID(t)), "escalate_refund", `{"orderId":"o-1"}`)
 	if d := time.Since(start); d > time.Second {
@@ -543,4 +546,26 @@ func TestPreToolCallRewritesResumedHandoff(t *testing.T) {
 			t.Errorf("stored session: %d %s", s.Status, s.Body)
 		}
 	})
+}
+
+// A gateway that shuts down gives on_approval_required calls in flight 5s,
+// then cancels them: shutdown is not held for the hook's whole timeout
+// (30s here), and no call is left running.
+func TestOnApprovalRequiredShutdown(t *testing.T) {
+	h := newHookServer(t, allowAll)
+	h.notifyDelay = time.Minute
+	gw, _, _ := hookedDesk(t, "memory://", h, "",
+		fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("r1", "escalate_refund", `{"orderId":"o-1"}`)}},
+	)
+	paused(t, gw, gwtest.User("support", "refund"), acme(newSessionID(t)), "escalate_refund", `{"orderId":"o-1"}`)
+	start := time.Now()
+	gw.Close()
+	if d := time.Since(start); d < 4*time.Second || d > 8*time.Second {
+		t.Errorf("shutdown took %v", d)
+	}
+	select {
+	case <-h.noticed: // the handler saw its request cancelled
+	case <-time.After(5 * time.Second):
+		t.Error("the on_approval_required call was left running")
+	}
 }

@@ -252,10 +252,15 @@ func (rn *run) notifyApprovals(ctx context.Context) {
 	}
 	payload := approvalNotice{SessionID: rn.req.SessionID, Principal: rn.req.Principal, Graph: rn.graph.Name, Approvals: rn.asked}
 	hooks, log := rn.opts.Hooks, rn.log
-	ctx = context.WithoutCancel(ctx) // the reply may be sent before it answers
+	// The reply may be sent before it answers; a Wait whose time is up
+	// cancels it.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(rn.notifyStop, cancel)
 	rn.notifying.Add(1)
 	go func() {
 		defer rn.notifying.Done()
+		defer stop()
+		defer cancel()
 		if err := hooks.Call(ctx, h, payload); err != nil {
 			log.Warn("on_approval_required hook failed", "session", payload.SessionID, "url", h.URL, "err", err)
 		}
@@ -271,6 +276,19 @@ type approvalNotice struct {
 }
 
 // Wait waits until the Runner's on_approval_required calls in flight are
-// done; each is bounded by its hook's timeout. Call it before the process
-// (or a test) ends.
-func (r *Runner) Wait() { r.notifying.Wait() }
+// done (each is bounded by its hook's timeout), or until ctx is done, when
+// it cancels those still in flight and waits for them to return. Call it
+// before the process (or a test) ends.
+func (r *Runner) Wait(ctx context.Context) {
+	done := make(chan struct{})
+	go func() {
+		r.notifying.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		r.stopNotify()
+		<-done
+	}
+}

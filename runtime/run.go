@@ -52,13 +52,17 @@ type Runner struct {
 	chains  chains
 	prompts promptCache
 	metrics Metrics // never nil
-	// notifying counts on_approval_required calls in flight (Wait).
-	notifying sync.WaitGroup
+	// notifying counts on_approval_required calls in flight (Wait);
+	// stopNotify cancels them.
+	notifying  sync.WaitGroup
+	notifyStop context.Context
+	stopNotify context.CancelFunc
 }
 
 // New returns a Runner.
 func New(opts Options) *Runner {
 	r := &Runner{opts: opts, log: opts.Logger}
+	r.notifyStop, r.stopNotify = context.WithCancel(context.Background())
 	tp := opts.TracerProvider
 	if tp == nil {
 		tp = noop.NewTracerProvider()

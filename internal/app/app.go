@@ -220,11 +220,16 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	return errors.Join(ignoreClosed(serveErr), a.Close(context.WithoutCancel(ctx)))
 }
 
-// Close releases the store and the provider connections, and flushes traces.
+// Close releases the store and the provider connections, and flushes
+// traces, after waiting (up to 5s) for on_approval_required calls.
 func (a *App) Close(ctx context.Context) error {
+	// on_approval_required calls in flight get up to 5s, then are
+	// cancelled; the trace flush gets its own 5s.
+	wctx, wcancel := context.WithTimeout(ctx, 5*time.Second)
+	a.gens.close(wctx)
+	wcancel()
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	a.gens.close()
 	return errors.Join(a.store.Close(), a.tracing.Shutdown(ctx))
 }
 

@@ -108,7 +108,7 @@ func (a *App) retire(g *generation) {
 	for g.refs.Load() > 0 {
 		<-t.C
 	}
-	g.close()
+	g.close(context.Background())
 	a.gens.mu.Lock()
 	delete(a.gens.retiring, g)
 	a.gens.mu.Unlock()
@@ -145,20 +145,21 @@ func (gs *generations) waitIdle(ctx context.Context) {
 	}
 }
 
-// close closes every generation's provider connections and MCP servers.
-func (gs *generations) close() {
+// close closes every generation's provider connections and MCP servers,
+// giving on_approval_required calls in flight until ctx is done.
+func (gs *generations) close(ctx context.Context) {
 	gs.mu.Lock()
 	defer gs.mu.Unlock()
-	gs.cur.Load().close()
+	gs.cur.Load().close(ctx)
 	for g := range gs.retiring {
-		g.close()
+		g.close(ctx)
 	}
 }
 
 // close closes g's provider connections and its MCP servers (a stdio
 // server's process ends with them).
-func (g *generation) close() {
-	g.runner.Wait() // on_approval_required calls still in flight
+func (g *generation) close(ctx context.Context) {
+	g.runner.Wait(ctx) // on_approval_required calls still in flight
 	g.models.Close()
 	g.mcp.Close()
 }
