@@ -253,6 +253,11 @@ func TestApprovalScopes(t *testing.T) {
 		if r := gw.Chat(body, globex(one)); r.Status != http.StatusNotFound {
 			t.Errorf("another principal's body decision: %d %s", r.Status, r.Body)
 		}
+		stateless := gwtest.User("support", "hi")
+		stateless["approvals"] = []any{map[string]any{"id": a.ID, "approve": true}}
+		if r := gw.Chat(stateless, acmeAuth); r.Status != http.StatusNotFound || r.ErrorCode(t) != "approval_not_found" {
+			t.Errorf("a stateless request's decision: %d %s", r.Status, r.Body)
+		}
 		for _, bad := range []any{map[string]any{}, map[string]any{"approve": "yes"}, map[string]any{"approve": nil}, "not json", []any{true}} {
 			if r := decideOne(gw, one, a.ID, acme(one), bad); r.Status != http.StatusBadRequest || r.ErrorCode(t) != "invalid_request" {
 				t.Errorf("malformed decision %v: %d %s", bad, r.Status, r.Body)

@@ -133,6 +133,10 @@ func (r *Runner) Run(ctx context.Context, req *Request, emit func(Event)) (*Resu
 		emit = func(Event) {}
 	}
 	if req.SessionID == "" {
+		if len(req.Approvals) > 0 {
+			// Approvals live in sessions: a stateless request has none to decide.
+			return nil, fmt.Errorf("approval %s: %w (the request has no session)", req.Approvals[0].ID, ErrApprovalNotFound)
+		}
 		rn := r.newRun(req, emit, nil)
 		rn.transcript = req.Messages
 		rn.agent = req.Graph.Lead
