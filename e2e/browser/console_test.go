@@ -56,6 +56,10 @@ func TestConsole(t *testing.T) {
 	if n := eval[int](p, `document.querySelectorAll('[data-testid="graph-diagram"] svg').length`); n != 1 {
 		t.Errorf("%d diagrams, want 1 (one graph)", n)
 	}
+	// Section 12: graph-diagram is an inline <svg> per graph.
+	if n := eval[int](p, `document.querySelectorAll('svg[data-testid="graph-diagram"]').length`); n != 1 {
+		t.Errorf("%d inline <svg> elements with data-testid graph-diagram, want 1", n)
+	}
 	// The diagram names the graph's agents.
 	p.until("the diagram names triage and billing", `(() => { const s = document.querySelector('[data-testid="graph-diagram"] svg').textContent; return s.includes("triage") && s.includes("billing"); })()`)
 	p.until("a conversation", `document.querySelector('[data-testid="session-id"]').textContent`)

@@ -188,6 +188,23 @@
     return state.diagrams.get(name);
   }
 
+  // framed wraps a graph's drawing in the inline <svg> that carries
+  // data-testid="graph-diagram" (section 12: one inline <svg> per graph);
+  // the gateway's own <svg> stays whole inside it, at the same size.
+  function framed(svg, graph) {
+    const inner = svg.cloneNode(true);
+    const outer = document.createElementNS(SVG_NS, "svg");
+    for (const a of ["viewBox", "width", "height"]) {
+      if (inner.hasAttribute(a)) outer.setAttribute(a, inner.getAttribute(a));
+    }
+    outer.setAttribute("data-testid", "graph-diagram");
+    outer.setAttribute("data-graph", graph);
+    outer.setAttribute("role", "img");
+    outer.setAttribute("aria-label", "graph " + graph);
+    outer.append(inner);
+    return outer;
+  }
+
   function renderGraphs() {
     const list = $("graph-list");
     list.replaceChildren();
@@ -196,7 +213,7 @@
       return;
     }
     for (const g of state.graphs) {
-      const box = el("div", { class: "diagram", testid: "graph-diagram", "data-graph": g.id }, el("p", { class: "muted", text: "Drawing…" }));
+      const box = el("div", { class: "diagram", "data-graph": g.id }, el("p", { class: "muted", text: "Drawing…" }));
       const card = el("article", { class: "card graph-card", testid: "graph" },
         el("header", {},
           el("h2", { text: g.id }),
@@ -205,7 +222,7 @@
         box);
       list.append(card);
       loadDiagram(g.id).then(
-        (svg) => box.replaceChildren(svg.cloneNode(true)),
+        (svg) => box.replaceChildren(framed(svg, g.id)),
         (err) => box.replaceChildren(el("p", { class: "diagram-error", text: "No diagram: " + describe(err) })));
     }
   }

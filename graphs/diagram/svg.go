@@ -94,6 +94,10 @@ func (d *drawing) draw() {
 	for _, e := range edges {
 		d.edge(e)
 	}
+	// Labels go over every line, so that no later line strikes one through.
+	for _, e := range edges {
+		d.edgeLabel(e)
+	}
 	for _, b := range d.boxes {
 		d.box(b)
 	}
@@ -219,7 +223,7 @@ func (e edge) style() (colour, marker string) {
 	return colHandoff, "handoff"
 }
 
-// edge writes one arrow and its label.
+// edge writes one arrow; its label comes later (edgeLabel).
 func (d *drawing) edge(e edge) {
 	p := e.path()
 	colour, marker := e.style()
@@ -251,6 +255,15 @@ func (d *drawing) edge(e edge) {
 	fmt.Fprintf(d.b, `<path d="M%s,%s C%s,%s %s,%s %s,%s" fill="none" stroke="%s" stroke-width="%s"%s marker-end="url(#%s-%s)"/>`+"\n",
 		num(p[0][0]), num(p[0][1]), num(p[1][0]), num(p[1][1]), num(p[2][0]), num(p[2][1]), num(p[3][0]), num(p[3][1]),
 		colour, width, attrs, d.id, marker)
+	d.b.WriteString("</g>\n")
+}
+
+// edgeLabel writes an edge's label, with the edge's data attributes, in a
+// group of its own drawn after every line.
+func (d *drawing) edgeLabel(e edge) {
+	p := e.path()
+	colour, _ := e.style()
+	fmt.Fprintf(d.b, `<g class="label" data-from="%s" data-to="%s" data-tool="%s">`+"\n", esc(e.from.agent.Name), esc(e.to.agent.Name), esc(e.tool))
 	// The label sits at the curve's midpoint, on a halo so that lines
 	// under it do not strike it through.
 	mx := (p[0][0] + 3*p[1][0] + 3*p[2][0] + p[3][0]) / 8
@@ -266,6 +279,15 @@ func (d *drawing) edge(e edge) {
 	}
 	for i, l := range lines {
 		y := my + 4 + float64(i)*lineHeight - float64(len(lines)-1)*lineHeight/2
+		// A card under the text: a halo alone leaves the line showing
+		// between the letters.
+		w := float64(len([]rune(l)))*charWidth + 4
+		x := mx - 2
+		if anchor == "middle" {
+			x = mx - w/2
+		}
+		fmt.Fprintf(d.b, `<rect x="%s" y="%s" width="%s" height="%s" fill="#fff" fill-opacity="0.9" rx="2"/>`+"\n",
+			num(x), num(y-11), num(w), num(lineHeight))
 		fmt.Fprintf(d.b, `<text x="%s" y="%s" text-anchor="%s" fill="%s" stroke="#fff" stroke-width="4" paint-order="stroke">%s</text>`+"\n",
 			num(mx), num(y), anchor, colour, esc(l))
 	}

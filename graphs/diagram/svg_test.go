@@ -243,7 +243,7 @@ func TestSVGLabelsDoNotOverlap(t *testing.T) {
 			switch gr.Class {
 			case "agent":
 				boxes = append(boxes, rect{"box " + gr.Agent, gr.Rect.X, gr.Rect.Y, gr.Rect.Width, gr.Rect.Height})
-			case "handoff", "subagent":
+			case "label":
 				for _, tx := range gr.Texts {
 					w := float64(len([]rune(tx.Text))) * 7.2
 					x := tx.X
@@ -253,6 +253,9 @@ func TestSVGLabelsDoNotOverlap(t *testing.T) {
 					labels = append(labels, rect{"label " + tx.Text, x, tx.Y - 11, w, 13})
 				}
 			}
+		}
+		if len(labels) == 0 || len(boxes) == 0 {
+			t.Fatalf("graph %s: %d labels and %d boxes found; the test reads the wrong groups", name, len(labels), len(boxes))
 		}
 		for i, a := range labels {
 			for _, b := range append(labels[i+1:], boxes...) {
