@@ -229,8 +229,10 @@ func TestRedisSaveRetryAfterRelease(t *testing.T) {
 // replicas have it: a Redis without replicas makes every save fail with
 // ErrStoreUnavailable (the write itself did happen on the master).
 // scripts/redis-scale.sh shows the other side, on a real failover.
+// The store timeout leaves WAIT a quarter of it, 500 ms, to answer: 100 ms
+// (a 400 ms timeout) was once too little on a loaded machine.
 func TestRedisWaitReplicasWithoutReplicas(t *testing.T) {
-	s := openRedis(t, Options{WaitReplicas: 1, Timeout: 400 * time.Millisecond})
+	s := openRedis(t, Options{WaitReplicas: 1, Timeout: 2 * time.Second})
 	k := testKey(t, s)
 	ctx := context.Background()
 	_, lease, err := s.Acquire(ctx, k)
