@@ -38,16 +38,37 @@ const maxListed = 1000
 // indexKey is principal's session index.
 func indexKey(principal string) string { return "sb:idx:{" + escape(principal) + "}" }
 
-// index queues key's index update for a save at now on p: ZADD,
-// ZREMRANGEBYSCORE, ZREMRANGEBYRANK and PEXPIRE, whatever the index holds.
-func (s *Redis) index(ctx context.Context, p redis.Pipeliner, key runtime.SessionKey, now time.Time) {
-	idx := indexKey(key.Principal)
+// index queues key's index update for a save at now on p: one script
+// (luaIndex), whatever the index holds; indexed checks its answer.
+func (s *Redis) index(ctx context.Context, p redis.Pipeliner, key runtime.SessionKey, now time.Time) *redis.Cmd {
 	ms := now.UnixMilli()
-	p.ZAdd(ctx, idx, redis.Z{Score: float64(ms), Member: key.ID})
-	p.ZRemRangeByScore(ctx, idx, "-inf", "("+strconv.FormatInt(ms-s.opts.SessionTTL.Milliseconds(), 10))
-	p.ZRemRangeByRank(ctx, idx, 0, -maxListed-1)
-	p.PExpire(ctx, idx, s.opts.SessionTTL)
+	return s.scripts.index.EvalSha(ctx, p, []string{indexKey(key.Principal)},
+		ms, key.ID, ms-s.opts.SessionTTL.Milliseconds(), maxListed, s.opts.SessionTTL.Milliseconds())
 }
+
+// indexed checks the index update sent with a save: a Redis that does not
+// know the script yet (restarted, or its scripts flushed) is sent it once
+// now, so that this save is listed and the next ones go by its hash.
+func (s *Redis) indexed(ctx context.Context, cmd *redis.Cmd, key runtime.SessionKey, now time.Time) {
+	if cmd == nil || cmd.Err() == nil || !redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+		return
+	}
+	ms := now.UnixMilli()
+	_ = s.scripts.index.Run(ctx, s.client, []string{indexKey(key.Principal)},
+		ms, key.ID, ms-s.opts.SessionTTL.Milliseconds(), maxListed, s.opts.SessionTTL.Milliseconds()).Err()
+}
+
+// luaIndex: KEYS = the principal's index; ARGV = the write's time (unix
+// ms), the session id, the oldest time still listed, how many to keep, the
+// index's ttl (ms). One command on the save's round trip instead of four:
+// add, drop what expired, trim to the newest, refresh the ttl.
+const luaIndex = `
+redis.call('ZADD', KEYS[1], ARGV[1], ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[3])
+redis.call('ZREMRANGEBYRANK', KEYS[1], 0, -tonumber(ARGV[4]) - 1)
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+return 1
+`
 
 // List returns up to limit of principal's live sessions, the most recently
 // written first.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -169,3 +170,36 @@ func TestRedisListSkipsVanishedSessions(t *testing.T) {
 		t.Errorf("index holds %d entries (%v) after List, want the vanished ones gone", n, err)
 	}
 }
+
+// A Redis that does not know the index script (restarted, scripts flushed)
+// answers the save's EVALSHA with NOSCRIPT: the store then sends the
+// script itself, so the save is still listed. (The shared test Redis's
+// scripts are not flushed here; the failed command is made by hand.)
+func TestRedisIndexSendsItsScriptAfterNoscript(t *testing.T) {
+	s := openRedis(t, Options{})
+	p := "cache-test-" + rand.Text()
+	t.Cleanup(func() { _ = s.client.Del(context.Background(), indexKey(p)).Err() })
+	key := runtime.SessionKey{Principal: p, ID: "s1"}
+	failed := redis.NewCmd(context.Background(), "evalsha")
+	failed.SetErr(replyError("NOSCRIPT No matching script. Please use EVAL."))
+	now := time.Now()
+	s.indexed(context.Background(), failed, key, now)
+	score, err := s.client.ZScore(context.Background(), indexKey(p), "s1").Result()
+	if err != nil || int64(score) != now.UnixMilli() {
+		t.Fatalf("index after NOSCRIPT: score %v, %v; want %d", score, err, now.UnixMilli())
+	}
+	// Any other failure is left alone: the next save puts the session back.
+	other := redis.NewCmd(context.Background(), "evalsha")
+	other.SetErr(replyError("LOADING Redis is loading the dataset in memory"))
+	s.indexed(context.Background(), other, runtime.SessionKey{Principal: p, ID: "s2"}, now)
+	if n, _ := s.client.ZCard(context.Background(), indexKey(p)).Result(); n != 1 {
+		t.Fatalf("index holds %d sessions, want 1", n)
+	}
+}
+
+// replyError is an error reply of Redis's, as go-redis reports one
+// (redis.Error).
+type replyError string
+
+func (e replyError) Error() string { return string(e) }
+func (replyError) RedisError()     {}

@@ -122,6 +122,7 @@ return 1
 type scripts struct {
 	acquire, load, save, renew, release *redis.Script
 	remember                            *redis.Script // facts.go
+	index                               *redis.Script // redisindex.go
 }
 
 func newScripts() scripts {
@@ -132,6 +133,7 @@ func newScripts() scripts {
 		renew:    redis.NewScript(luaRenew),
 		release:  redis.NewScript(luaRelease),
 		remember: redis.NewScript(luaRemember),
+		index:    redis.NewScript(luaIndex),
 	}
 }
 

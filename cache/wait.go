@@ -27,12 +27,13 @@ func (s *Redis) runSave(ctx context.Context, key runtime.SessionKey, args []any,
 	n := s.opts.WaitReplicas
 	if n <= 0 {
 		run := func(eval func(p redis.Pipeliner) *redis.Cmd) ([]any, error) {
-			var save *redis.Cmd
+			var save, idx *redis.Cmd
 			_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 				save = eval(p)
-				s.index(ctx, p, key, now)
+				idx = s.index(ctx, p, key, now)
 				return nil
 			})
+			s.indexed(ctx, idx, key, now)
 			if r, serr := save.Slice(); serr == nil {
 				return r, nil
 			} else if err == nil {
@@ -97,10 +98,12 @@ func (s *Redis) runSave(ctx context.Context, key runtime.SessionKey, args []any,
 		return nil, fmt.Errorf("the save reached %d of the %d replicas store.wait_replicas asks for", acked, n)
 	}
 	if ok {
+		var idx *redis.Cmd
 		_, _ = s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-			s.index(ctx, p, key, now)
+			idx = s.index(ctx, p, key, now)
 			return nil
 		})
+		s.indexed(ctx, idx, key, now)
 	}
 	return r, nil
 }
