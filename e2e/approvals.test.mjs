@@ -168,3 +168,14 @@ test('responses stream: response.incomplete ends the pause; body approvals rejec
   const reqs = await fake.requests();
   assert.deepEqual(JSON.parse(toolResults(reqs[2]).l1), { error: { code: 'rejected', message: 'rejected by the approver' } });
 });
+
+test('responses.stream: finalResponse() is the paused response, approvals and all', async () => {
+  await fake.script({ tool_calls: [{ id: 'r1', name: 'escalate_refund', arguments: { orderId: 'o-3' } }] });
+  const stream = client().responses.stream({ model: 'support', input: 'refund o-3', metadata: gate });
+  const final = await stream.finalResponse();
+  assert.equal(final.status, 'incomplete');
+  assert.equal(final.incomplete_details.reason, 'approval_required');
+  assert.equal(final.output_text, 'Approval required: escalate_refund {"orderId":"o-3"}');
+  const [a] = JSON.parse(final.metadata.approvals);
+  checkApproval(a, 'escalate_refund', { orderId: 'o-3' }, 'triage');
+});
