@@ -57,8 +57,6 @@ func (u *upstream) Chat(ctx context.Context, req *runtime.ChatRequest, onDelta f
 type call struct {
 	u      *upstream
 	req    *runtime.ChatRequest
-	oreq   openai.ChatCompletionRequest
-	patch  *bodyPatch
 	parent context.Context // the caller's
 	ctx    context.Context // the call's: cancelled at its timeout
 	cancel context.CancelCauseFunc
@@ -76,7 +74,6 @@ type call struct {
 
 func (u *upstream) newCall(ctx context.Context, req *runtime.ChatRequest) *call {
 	c := &call{u: u, req: req, parent: ctx}
-	c.oreq, c.patch = toOpenAI(req)
 	c.ctx, c.cancel = context.WithCancelCause(ctx)
 	c.deadline = time.AfterFunc(u.timeout, c.timedOut)
 	c.giveUp = time.Now().Add(u.timeout)
@@ -97,8 +94,20 @@ func (c *call) end() {
 // newAttempt starts a fresh attempt.
 func (c *call) newAttempt() {
 	u := c.u
-	c.a = attempt{client: u.httpc, headers: u.headers, patch: c.patch, bodies: &u.bodies, tracer: u.tracer,
+	c.a = attempt{client: u.httpc, headers: u.headers, bodies: &u.bodies, tracer: u.tracer,
 		stream: c.req.Stream, maxBody: u.maxResponse, secrets: u.secrets}
+}
+
+// request returns go-openai's request for the attempt, and gives the
+// attempt its body patch. It is built for each attempt, in the frame of a
+// function that returns before a stream is read, rather than kept in the
+// call: go-openai's request is 400 bytes that every open stream held to its
+// end, and only a retry, rare and far dearer than building it, needs it
+// again (issue 22).
+func (c *call) request() openai.ChatCompletionRequest {
+	oreq, patch := toOpenAI(c.req)
+	c.a.patch = patch
+	return oreq
 }
 
 // client returns a go-openai client that sends through the attempt.
@@ -148,7 +157,7 @@ func (u *upstream) retryWait(try int, a *attempt, err error) (time.Duration, boo
 // complete makes one non-streamed attempt. The answer is decoded by the
 // attempt as it arrives (attempt.decode), not by go-openai.
 func (c *call) complete() (*runtime.ChatResponse, error) {
-	if _, err := c.client().CreateChatCompletion(c.ctx, c.oreq); err != nil {
+	if _, err := c.client().CreateChatCompletion(c.ctx, c.request()); err != nil {
 		return nil, err
 	}
 	if c.a.answer == nil {
@@ -165,13 +174,14 @@ func (c *call) complete() (*runtime.ChatResponse, error) {
 func (c *call) open() error {
 	// An open stream comes back as errStreamOpened, its body in the
 	// attempt.
-	_, err := c.client().CreateChatCompletionStream(c.ctx, c.oreq)
+	_, err := c.client().CreateChatCompletionStream(c.ctx, c.request())
 	switch {
 	case err == nil:
 		return errors.New("providers: go-openai was handed an open stream")
 	case !errors.Is(err, errStreamOpened):
 		return err
 	}
+	c.a.patch = nil // the body has left
 	return nil
 }
 
