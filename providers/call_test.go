@@ -384,3 +384,28 @@ func TestConcurrentCalls(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamAsksForNoCompression: a streamed call asks for an identity
+// body, so that net/http keeps no header map of its own for gzip with the
+// request for the stream's life; a whole answer may still come gzipped.
+func TestStreamAsksForNoCompression(t *testing.T) {
+	s := fakeupstream.New(t)
+	s.SetFallback(fakeupstream.Echo)
+	r := newTestRegistry(t, s, fastOptions(), nil)
+	for _, stream := range []bool{true, false} {
+		var d deltas
+		if _, err := r.Chat(t.Context(), userRequest("hi", stream), d.add); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs := s.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	if got := reqs[0].Header.Get("Accept-Encoding"); got != "identity" {
+		t.Errorf("streamed call: Accept-Encoding %q, want identity", got)
+	}
+	if got := reqs[1].Header.Get("Accept-Encoding"); got != "gzip" {
+		t.Errorf("whole call: Accept-Encoding %q, want net/http's gzip", got)
+	}
+}

@@ -119,6 +119,14 @@ func (a *attempt) Do(req *http.Request) (*http.Response, error) {
 	for k, v := range a.headers {
 		req.Header.Set(k, v)
 	}
+	if a.stream && req.Header.Get("Accept-Encoding") == "" {
+		// Asked for nothing, net/http asks for gzip in a header map of
+		// its own, which it keeps with the request for as long as the
+		// answer's body is read: for a stream, its whole life (issue 22).
+		// A stream of small events gains little from gzip, and each event
+		// would wait in the provider's compressor.
+		req.Header.Set("Accept-Encoding", "identity")
+	}
 	if a.patch != nil {
 		if err := a.patch.apply(req, a.bodies); err != nil {
 			return nil, err
