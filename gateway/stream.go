@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -77,7 +78,6 @@ type sse struct {
 	agent    string
 	started  bool
 	sentRole bool
-	buf      []byte // the event being sent, reused from chunk to chunk
 
 	sessionID    string
 	includeUsage bool
@@ -181,14 +181,35 @@ func (w *sse) fail(e *Error) bool {
 	return true
 }
 
+// eventBufs hold events while they are built and written. A stream kept
+// one of its own from chunk to chunk, a few hundred bytes that every open
+// stream held while it waited for the next chunk (issue 22); taken from a
+// pool, the buffers are only as many as the chunks being written at once.
+var eventBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+// maxPooledEvent bounds the buffers kept in eventBufs: a rare large event
+// (a long tool call, an error) does not stay held by the pool.
+const maxPooledEvent = 16 << 10
+
+// putEventBuf returns an event's buffer, b, to the pool in bp.
+func putEventBuf(bp *[]byte, b []byte) {
+	if cap(b) <= maxPooledEvent {
+		*bp = b[:0]
+		eventBufs.Put(bp)
+	}
+}
+
 // write sends one chunk; a usage chunk has no choices.
 func (w *sse) write(d chunkDelta, finish *string, meta chunkMetadata, usage *runtime.Usage) {
-	b, err := appendChunk(append(w.buf[:0], "data: "...), w.id, w.created, w.model, d, finish, meta, usage)
+	bp := eventBufs.Get().(*[]byte)
+	b, err := appendChunk(append((*bp)[:0], "data: "...), w.id, w.created, w.model, d, finish, meta, usage)
 	if err != nil {
+		putEventBuf(bp, *bp)
 		return
 	}
-	w.buf = append(b, "\n\n"...)
-	w.send(w.buf)
+	b = append(b, "\n\n"...)
+	w.send(b)
+	putEventBuf(bp, b)
 }
 
 // appendChunk appends one chunk's JSON to b. Only tool calls, in the last
@@ -265,8 +286,10 @@ func (w *sse) errorEvent(v any) {
 	if err != nil {
 		return
 	}
-	w.buf = append(append(append(w.buf[:0], "data: "...), b...), "\n\n"...)
-	w.send(w.buf)
+	bp := eventBufs.Get().(*[]byte)
+	ev := append(append(append((*bp)[:0], "data: "...), b...), "\n\n"...)
+	w.send(ev)
+	putEventBuf(bp, ev)
 }
 
 // send writes one whole event and flushes it, so that it leaves at once.
