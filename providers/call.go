@@ -193,6 +193,7 @@ func (c *call) stream(onDelta func(string)) (*runtime.ChatResponse, error) {
 	defer idle.Stop()
 	c.acc = streamAcc{}
 	events := newEventReader(c.a.body)
+	defer events.close()
 	for {
 		data, err := events.next()
 		if errors.Is(err, io.EOF) {

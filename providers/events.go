@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	openai "github.com/sashabaranov/go-openai"
 )
@@ -18,20 +19,79 @@ import (
 // waited for them. go-openai still makes the call and checks its status;
 // the stream's body is read here.
 type eventReader struct {
+	// r reads the body while an event is read, and goes back to readers
+	// once it has nothing left buffered: nil while the stream waits for
+	// its next event.
 	r     *bufio.Reader
+	src   primedBody
 	long  []byte       // a line longer than r's buffer
 	other bytes.Buffer // lines that are not data events: an error body, maybe
 }
 
 func newEventReader(body io.Reader) *eventReader {
-	return &eventReader{r: bufio.NewReaderSize(body, eventBuffer)}
+	return &eventReader{src: primedBody{body: body}}
 }
 
-// eventBuffer is the size of an event reader's buffer, which a stream
-// holds for as long as it lasts: a chunk's line is a few hundred bytes
-// (longer lines are put together in long), and bufio's default 4 KB was
-// the largest buffer an open stream kept (issue 22).
+// eventBuffer is the size of an event reader's buffer: a chunk's line is a
+// few hundred bytes (longer lines are put together in long), and bufio's
+// default 4 KB was the largest buffer an open stream kept (issue 22).
 const eventBuffer = 1 << 10
+
+// readers are the event readers' buffers. A stream spends nearly all its
+// life waiting for the next event, and a read that waits holds the buffer
+// it reads into: a stream kept its own 1 KB buffer (and the bufio.Reader
+// around it) for as long as it lasted, the largest thing it held beside
+// net/http's own (issue 22). So the wait reads one byte into the reader
+// itself (primedBody), and only then takes a buffer from here for the rest
+// of the event, put back once the buffer is read out: the buffers are
+// about as many as the events being read at once.
+var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, eventBuffer) }}
+
+// primedBody is a stream's body with the byte that ended the wait for an
+// event in front of it.
+type primedBody struct {
+	body  io.Reader
+	first [1]byte
+	has   bool
+}
+
+// Read returns the waiting byte, then reads the body.
+func (p *primedBody) Read(b []byte) (int, error) {
+	if p.has && len(b) > 0 {
+		b[0], p.has = p.first[0], false
+		return 1, nil
+	}
+	return p.body.Read(b)
+}
+
+// wait waits for the body's next byte, then takes a buffer to read on.
+func (e *eventReader) wait() error {
+	for {
+		n, err := e.src.body.Read(e.src.first[:])
+		if n > 0 {
+			e.src.has = true
+			e.r = readers.Get().(*bufio.Reader)
+			e.r.Reset(&e.src)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// release puts the buffer back once nothing is left in it (force: in any
+// case, at the stream's end). What line returned is then no longer valid.
+func (e *eventReader) release(force bool) {
+	if e.r != nil && (force || e.r.Buffered() == 0) {
+		e.r.Reset(nil)
+		readers.Put(e.r)
+		e.r = nil
+	}
+}
+
+// close puts the reader's buffer back; the reader is not used again.
+func (e *eventReader) close() { e.release(true) }
 
 // emptyEventsLimit is how many lines that are not data events may come in
 // a row (go-openai's default).
@@ -86,6 +146,14 @@ func (e *eventReader) next() ([]byte, error) {
 
 // line reads one line, its newline included.
 func (e *eventReader) line() ([]byte, error) {
+	// The line before this one has been used: a buffer read out goes back
+	// before the wait for more.
+	e.release(false)
+	if e.r == nil {
+		if err := e.wait(); err != nil {
+			return nil, err
+		}
+	}
 	line, err := e.r.ReadSlice('\n')
 	if !errors.Is(err, bufio.ErrBufferFull) {
 		return line, err

@@ -129,3 +129,84 @@ func corpusBytes(raw []byte) ([]byte, error) {
 	s, err := strconv.Unquote(strings.TrimSuffix(q, ")"))
 	return []byte(s), err
 }
+
+// arrivals is a stream's body as it comes over the network: each Read
+// returns what is left of the current arrival, and a Read once it is used
+// up is a wait for the next one, at which it records whether the event
+// reader held a buffer.
+type arrivals struct {
+	parts  [][]byte
+	e      *eventReader
+	next   int   // the arrival the next wait is for
+	heldAt []int // the arrivals waited for with a buffer held
+}
+
+func (a *arrivals) Read(b []byte) (int, error) {
+	if len(a.parts) > 0 && len(a.parts[0]) == 0 {
+		a.parts = a.parts[1:]
+		if a.e.r != nil {
+			a.heldAt = append(a.heldAt, a.next)
+		}
+		a.next++
+	}
+	if len(a.parts) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(b, a.parts[0])
+	a.parts[0] = a.parts[0][n:]
+	return n, nil
+}
+
+// TestEventReaderHoldsNoBufferBetweenEvents: a stream that waits for its
+// next event holds no read buffer (issue 22), and events that arrive in
+// pieces, or several at once, read as they do from one whole body.
+func TestEventReaderHoldsNoBufferBetweenEvents(t *testing.T) {
+	ev := func(i int) string {
+		return `data: {"id":"c","choices":[{"index":0,"delta":{"content":"word ` + strconv.Itoa(i) + `"}}]}` + "\n\n"
+	}
+	long := "data: " + strings.Repeat("x", 3*eventBuffer) + "\n\n"
+	cases := map[string][]string{
+		"one event an arrival": {ev(1), ev(2), ev(3), "data: [DONE]\n\n"},
+		"in pieces":            {ev(1)[:7], ev(1)[7:30], ev(1)[30:] + ev(2)[:1], ev(2)[1:], "data: [DO", "NE]\n\n"},
+		"several at once":      {ev(1) + ev(2) + ev(3), ev(4) + "data: [DONE]\n\n"},
+		"a long line":          {ev(1), long, ev(2), "data: [DONE]\n\n"},
+		"no [DONE]":            {ev(1), ev(2)[:20]},
+		"an error event":       {ev(1), `data: {"error":{"message":"boom","type":"server_error"}}` + "\n\n"},
+	}
+	for name, parts := range cases {
+		t.Run(name, func(t *testing.T) {
+			whole := []byte(strings.Join(parts, ""))
+			wantP, wantErr := ourEvents(t, whole)
+			if w, _ := goOpenAIEvents(t, whole); !slicesEqual(w, wantP) {
+				t.Fatalf("go-openai read %q, the whole body %q", w, wantP)
+			}
+			a := &arrivals{}
+			for _, p := range parts {
+				a.parts = append(a.parts, []byte(p))
+			}
+			a.parts = append([][]byte{{}}, a.parts...) // the first arrival is waited for too
+			e := newEventReader(a)
+			a.e = e
+			gotP, gotErr := readEvents(t, "arrivals", e.next)
+			e.close()
+			if !slicesEqual(gotP, wantP) || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+				t.Errorf("in arrivals: %q, %v; whole: %q, %v", gotP, gotErr, wantP, wantErr)
+			}
+			if a.next < len(parts) {
+				t.Fatalf("%d arrivals waited for, want %d", a.next, len(parts))
+			}
+			// A wait inside a line may hold the buffer (an event cut in
+			// two); one between events may not.
+			for _, i := range a.heldAt {
+				if i == 0 || strings.HasSuffix(parts[i-1], "\n\n") {
+					t.Errorf("arrival %d was waited for with a buffer held", i)
+				}
+			}
+			if e.r != nil {
+				t.Error("the buffer was not put back at the end")
+			}
+		})
+	}
+}
+
+func slicesEqual(a, b []string) bool { return fmt.Sprint(a) == fmt.Sprint(b) && len(a) == len(b) }
