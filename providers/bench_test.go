@@ -65,6 +65,44 @@ func BenchmarkEventReader(b *testing.B) {
 	}
 }
 
+// BenchmarkEventArrivals reads 100 content chunks that arrive one at a
+// time, as a slow stream's do: each read returns one event, and the wait
+// for the next is a read of its own.
+func BenchmarkEventArrivals(b *testing.B) {
+	chunk := []byte(`data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"m","choices":[{"index":0,"delta":{"content":" word"},"finish_reason":null}]}` + "\n\n")
+	b.SetBytes(int64(100 * len(chunk)))
+	b.ReportAllocs()
+	body := &oneEventReads{}
+	for b.Loop() {
+		body.event, body.left, body.off = chunk, 100, 0
+		e := newEventReader(body)
+		for {
+			if _, err := e.next(); err == io.EOF {
+				break
+			} else if err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// oneEventReads returns left copies of event, one read at most each.
+type oneEventReads struct {
+	event     []byte
+	left, off int
+}
+
+func (r *oneEventReads) Read(p []byte) (int, error) {
+	if r.left == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, r.event[r.off:])
+	if r.off += n; r.off == len(r.event) {
+		r.off, r.left = 0, r.left-1
+	}
+	return n, nil
+}
+
 // BenchmarkDecodeChunk decodes one text chunk as a stream does
 // (decodeChunk), and as it did before (encoding/json into a fresh chunk).
 func BenchmarkDecodeChunk(b *testing.B) {
