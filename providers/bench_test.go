@@ -62,6 +62,7 @@ func BenchmarkEventReader(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+		closeEvents(e)
 	}
 }
 
@@ -83,6 +84,15 @@ func BenchmarkEventArrivals(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+		closeEvents(e)
+	}
+}
+
+// closeEvents ends a reader's stream as call.stream does, where the reader
+// has a close (it puts its buffer back).
+func closeEvents(e any) {
+	if c, ok := e.(interface{ close() }); ok {
+		c.close()
 	}
 }
 
