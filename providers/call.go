@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -60,11 +61,18 @@ type call struct {
 	parent context.Context // the caller's
 	ctx    context.Context // the call's: cancelled at its timeout
 	cancel context.CancelCauseFunc
-	// deadline cancels ctx at the provider's timeout; giveUp is when the
-	// call, retries included, must be over.
-	deadline *time.Timer
-	giveUp   time.Time
-	a        attempt // the attempt in flight
+	// timer cancels ctx at the provider's timeout (start + u.timeout) and,
+	// once a stream is open, when it has sent nothing for u.idle: one timer
+	// for both, since every open stream held two (issue 22). lastEvent is
+	// when the stream's last event came, as time since start, or -1 before
+	// the stream is open. An event only stores the time; the timer, when
+	// it fires early, sets itself again for the later of the two (fire).
+	// giveUp is when the call, retries included, must be over.
+	timer     *time.Timer
+	start     time.Time
+	lastEvent atomic.Int64
+	giveUp    time.Time
+	a         attempt // the attempt in flight
 	// A stream's state: one chunk is decoded into again and again
 	// (decodeChunk), since a fresh one each made most of the garbage an
 	// open stream made.
@@ -75,19 +83,48 @@ type call struct {
 func (u *upstream) newCall(ctx context.Context, req *runtime.ChatRequest) *call {
 	c := &call{u: u, req: req, parent: ctx}
 	c.ctx, c.cancel = context.WithCancelCause(ctx)
-	c.deadline = time.AfterFunc(u.timeout, c.timedOut)
-	c.giveUp = time.Now().Add(u.timeout)
+	c.start = time.Now()
+	c.lastEvent.Store(-1)
+	c.timer = time.AfterFunc(u.timeout, c.fire)
+	c.giveUp = c.start.Add(u.timeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(c.giveUp) {
 		c.giveUp = d
 	}
 	return c
 }
 
-func (c *call) timedOut() { c.cancel(errCallTimeout) }
+// fire runs when the call's timer goes off: at the call's deadline, the
+// call has timed out; in a stream that has sent nothing for the idle
+// timeout, the stream is idle; else an event came since the timer was set,
+// and it is set again for the sooner of the two.
+func (c *call) fire() {
+	if c.ctx.Err() != nil {
+		return // over, or cancelled already
+	}
+	now := time.Since(c.start)
+	if now >= c.u.timeout {
+		c.cancel(errCallTimeout)
+		return
+	}
+	last := c.lastEvent.Load()
+	if last < 0 { // not a stream yet: only the deadline counts
+		c.timer.Reset(c.u.timeout - now)
+		return
+	}
+	idleAt := time.Duration(last) + c.u.idle
+	if now >= idleAt {
+		c.cancel(errStreamIdle)
+		return
+	}
+	c.timer.Reset(min(idleAt, c.u.timeout) - now)
+}
+
+// event records that a stream's event came now, for the idle timeout.
+func (c *call) event() { c.lastEvent.Store(int64(time.Since(c.start))) }
 
 // end releases the call's context and timer.
 func (c *call) end() {
-	c.deadline.Stop()
+	c.timer.Stop()
 	c.cancel(nil)
 }
 
@@ -185,12 +222,15 @@ func (c *call) open() error {
 	return nil
 }
 
-// stream reads an open stream. The idle timer bounds each wait for the
-// next event, within the call's deadline.
+// stream reads an open stream. The call's timer bounds each wait for the
+// next event by the idle timeout, within the call's deadline: it is set
+// for the sooner of the two here, and each event records its time (fire).
 func (c *call) stream(onDelta func(string)) (*runtime.ChatResponse, error) {
 	defer c.a.body.Close()
-	idle := time.AfterFunc(c.u.idle, c.idle)
-	defer idle.Stop()
+	c.event()
+	if left := c.u.timeout - time.Duration(c.lastEvent.Load()); left > 0 {
+		c.timer.Reset(min(c.u.idle, left))
+	}
 	c.acc = streamAcc{}
 	events := newEventReader(c.a.body)
 	defer events.close()
@@ -206,13 +246,11 @@ func (c *call) stream(onDelta func(string)) (*runtime.ChatResponse, error) {
 		if err := decodeChunk(data, &c.chunk); err != nil {
 			return nil, err
 		}
-		idle.Reset(c.u.idle)
+		c.event()
 		c.acc.add(&c.chunk, onDelta)
 	}
 	return c.acc.result()
 }
-
-func (c *call) idle() { c.cancel(errStreamIdle) }
 
 // drain reads the rest of a whole answer's body: a server that does not
 // end the body at once loses its connection rather than delay the answer.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -407,5 +408,98 @@ func TestStreamAsksForNoCompression(t *testing.T) {
 	}
 	if got := reqs[1].Header.Get("Accept-Encoding"); got != "gzip" {
 		t.Errorf("whole call: Accept-Encoding %q, want net/http's gzip", got)
+	}
+}
+
+// pacedStream is a provider whose stream sends one chunk "c" after each of
+// gaps, then, when stall is set, sends nothing more until the client goes
+// away, else ends.
+func pacedStream(t *testing.T, gaps []time.Duration, stall bool) *httptest.Server {
+	t.Helper()
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		for _, gap := range gaps {
+			select {
+			case <-time.After(gap):
+			case <-r.Context().Done():
+				return
+			}
+			fmt.Fprint(w, `data: {"id":"x","object":"chat.completion.chunk","created":1,"model":"gpt-test","choices":[{"index":0,"delta":{"content":"c"}}]}`+"\n\n")
+			w.(http.Flusher).Flush()
+		}
+		if stall {
+			<-r.Context().Done()
+			return
+		}
+		fmt.Fprint(w, `data: {"id":"x","object":"chat.completion.chunk","created":1,"model":"gpt-test","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`+"\n\ndata: [DONE]\n\n")
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// TestStreamIdleAndDeadlineShareATimer checks the call's one timer (issue
+// 22): events that each come within the idle timeout keep a stream open
+// past it, a stall after events fails as idle from the last event, and the
+// call's deadline cuts a stream in time whether its events keep coming or
+// it stalls shortly before the deadline.
+func TestStreamIdleAndDeadlineShareATimer(t *testing.T) {
+	every := func(n int, gap time.Duration) []time.Duration {
+		g := make([]time.Duration, n)
+		for i := range g {
+			g[i] = gap
+		}
+		return g
+	}
+	tests := []struct {
+		name          string
+		gaps          []time.Duration
+		stall         bool
+		idle, timeout time.Duration
+		want          string // "" for a whole answer
+		// the call must end no sooner than minTook, and before maxTook
+		minTook, maxTook time.Duration
+		wantDeltas       int // -1: some, not all
+	}{
+		{name: "events within the idle timeout", gaps: every(8, 60*time.Millisecond),
+			idle: 200 * time.Millisecond, timeout: time.Minute, minTook: 480 * time.Millisecond, maxTook: 5 * time.Second, wantDeltas: 8},
+		{name: "a stall after events is idle from the last", gaps: every(5, 60*time.Millisecond), stall: true,
+			idle: 200 * time.Millisecond, timeout: time.Minute, want: "stream idle for 200ms",
+			minTook: 500 * time.Millisecond, maxTook: 5 * time.Second, wantDeltas: 5},
+		{name: "the deadline cuts events that keep coming", gaps: every(100, 40*time.Millisecond),
+			idle: 200 * time.Millisecond, timeout: 600 * time.Millisecond, want: "no complete answer within 600ms",
+			minTook: 600 * time.Millisecond, maxTook: 3 * time.Second, wantDeltas: -1},
+		{name: "a stall shortly before the deadline is a timeout", gaps: []time.Duration{0, 300 * time.Millisecond}, stall: true,
+			idle: 400 * time.Millisecond, timeout: 500 * time.Millisecond, want: "no complete answer within 500ms",
+			minTook: 500 * time.Millisecond, maxTook: 3 * time.Second, wantDeltas: 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := pacedStream(t, tc.gaps, tc.stall)
+			opts := fastOptions()
+			opts.IdleStreamTimeout = tc.idle
+			r, err := New(map[string]graphs.Provider{"fake": {Name: "fake", Kind: graphs.ProviderOpenAI, BaseURL: s.URL, APIKey: "sk-test", Timeout: tc.timeout}}, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			var d deltas
+			start := time.Now()
+			_, err = r.Chat(t.Context(), userRequest("hi", true), d.add)
+			took := time.Since(start)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("err = %v, want a whole answer", err)
+			case tc.want != "" && (!errors.Is(err, runtime.ErrUpstreamTimeout) || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("err = %v, want ErrUpstreamTimeout with %q", err, tc.want)
+			}
+			if took < tc.minTook || took >= tc.maxTook {
+				t.Errorf("the call took %s, want at least %s and under %s", took, tc.minTook, tc.maxTook)
+			}
+			if n := len(d.got); tc.wantDeltas >= 0 && n != tc.wantDeltas || tc.wantDeltas < 0 && (n == 0 || n == len(tc.gaps)) {
+				t.Errorf("%d deltas, want %d (-1: some, not all)", n, tc.wantDeltas)
+			}
+		})
 	}
 }
