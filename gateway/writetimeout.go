@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"time"
 
@@ -19,31 +18,34 @@ import (
 // WriteTimeout is not used: it bounds a whole response, and would cut long
 // streams that a client reads well.
 
-// errSlowClient cancels the run of a stream whose client took no bytes for
-// stream_write_timeout.
-var errSlowClient = errors.New("the stream's client took no bytes within server.stream_write_timeout")
+// The run of a stream whose client failed a write is cancelled by net/http
+// itself: the write of a response that fails on the connection (its
+// deadline passed, or the client went away) cancels the connection's
+// context, and so the request's, the run's. So the guard has no context of
+// its own: a context with a child keeps a map of its children, and with
+// the provider call's under it every open stream held two more contexts
+// and maps than it needs (issue 22). TestSilentStreamClientIsDropped fails
+// if a failed write no longer ends the run.
 
 // streamGuard writes a stream's events under the write timeout.
 type streamGuard struct {
-	// ctx is the context the stream's run must use: it is cancelled when
-	// the client stops taking bytes.
+	// ctx is the context the stream's run must use: the request's, which
+	// net/http cancels when a write fails.
 	ctx     context.Context
 	c       *gin.Context
 	rc      *http.ResponseController
 	timeout time.Duration
-	cancel  context.CancelCauseFunc
 	failed  bool
 }
 
 // guardStream returns the guard a stream's writes go through; serveRun
 // runs the graph with its context and closes it when the run is answered.
 func (s *Server) guardStream(c *gin.Context) *streamGuard {
-	ctx, cancel := context.WithCancelCause(c.Request.Context())
 	timeout := s.cfg.Server.StreamWriteTimeout
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
-	return &streamGuard{ctx: ctx, c: c, rc: http.NewResponseController(c.Writer), timeout: timeout, cancel: cancel}
+	return &streamGuard{ctx: c.Request.Context(), c: c, rc: http.NewResponseController(c.Writer), timeout: timeout}
 }
 
 // streaming is a renderer that streams: its run uses its guard's context.
@@ -75,16 +77,14 @@ func (g *streamGuard) write(b []byte) {
 		err = g.rc.Flush()
 	}
 	if err != nil {
-		g.failed = true
-		g.cancel(errSlowClient)
+		g.failed = true // net/http has cancelled the run's context
 	}
 }
 
 // close lifts the write deadline, which would otherwise stay on a kept-alive
-// connection and fail its next answer, and releases the context.
+// connection and fail its next answer.
 func (g *streamGuard) close() {
 	if !g.failed {
 		_ = g.rc.SetWriteDeadline(time.Time{})
 	}
-	g.cancel(nil)
 }
