@@ -117,10 +117,14 @@ func (s *Server) decodeChat(c *gin.Context) (*runCall, renderer) {
 		Principal:   principal(c),
 		SessionID:   sessionID,
 		Stream:      req.Stream,
-		Params:      &req.Params,
 		ToolChoice:  req.ToolChoice,
 	}
-	call := &runCall{graph: g, req: rreq, start: start}
+	// The parameters are copied into the call rather than pointed to in
+	// req: a pointer into req would keep the whole decoded body (its wire
+	// messages, tools and metadata) for as long as a stream lasts, when the
+	// run needs only what rreq holds (issue 22).
+	call := &runCall{graph: g, req: rreq, start: start, params: req.Params}
+	rreq.Params = &call.params
 	if req.Stream {
 		return call, s.newSSE(c, g, rreq.SessionID, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
 	}
