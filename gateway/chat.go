@@ -119,15 +119,19 @@ func (s *Server) decodeChat(c *gin.Context) (*runCall, renderer) {
 		Stream:      req.Stream,
 		ToolChoice:  req.ToolChoice,
 	}
-	// The parameters are copied into the call rather than pointed to in
-	// req: a pointer into req would keep the whole decoded body (its wire
-	// messages, tools and metadata) for as long as a stream lasts, when the
-	// run needs only what rreq holds (issue 22).
-	call := &runCall{graph: g, req: rreq, start: start, params: req.Params}
-	rreq.Params = &call.params
+	call := &runCall{graph: g, req: rreq, start: start}
 	if req.Stream {
-		return call, s.newSSE(c, g, rreq.SessionID, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
+		// A stream's parameters are copied into its renderer, which lives
+		// as long as the stream, rather than pointed to in req: a pointer
+		// into req would keep the whole decoded body (its wire messages,
+		// tools and metadata) for as long as the stream lasts, when the run
+		// needs only what rreq holds (issue 22).
+		w := s.newSSE(c, g, rreq.SessionID, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
+		w.params = req.Params
+		rreq.Params = &w.params
+		return call, w
 	}
+	rreq.Params = &req.Params
 	return call, &chatJSON{s: s, c: c, graph: g, sessionID: sessionID}
 }
 

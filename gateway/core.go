@@ -49,9 +49,6 @@ type runCall struct {
 	// run, when set, runs req instead of Runner.Run (the Responses API
 	// forks a session first when it must).
 	run func(ctx context.Context, req *runtime.Request, emit func(runtime.Event)) (*runtime.Result, error)
-	// params holds req.Params when the request's decoded body would
-	// otherwise be kept alive for them alone (decodeChat).
-	params runtime.Params
 }
 
 // serveRun runs a decoded request and renders it with r.

@@ -11,10 +11,10 @@ import (
 	"github.com/switchboard-ai/switchboard/graphs"
 )
 
-// TestDecodedChatKeepsNoPointerIntoTheBody checks that the run's request
-// holds the sampling parameters in the call itself: a pointer into the
-// decoded body would keep all of it (wire messages, tools, metadata) for
-// as long as a stream lasts (issue 22).
+// TestDecodedChatKeepsNoPointerIntoTheBody checks that a stream's run
+// holds its sampling parameters in the stream's renderer: a pointer into
+// the decoded body would keep all of it (wire messages, tools, metadata)
+// for as long as the stream lasts (issue 22).
 func TestDecodedChatKeepsNoPointerIntoTheBody(t *testing.T) {
 	gin.SetMode(gin.ReleaseMode)
 	s := &Server{cfg: &graphs.Set{
@@ -29,8 +29,8 @@ func TestDecodedChatKeepsNoPointerIntoTheBody(t *testing.T) {
 		t.Fatalf("decodeChat refused the request: %d", c.Writer.(interface{ Status() int }).Status())
 	}
 	p := call.req.Params
-	if p != &call.params {
-		t.Errorf("the run's Params point outside the call: into the decoded body, which the stream would keep")
+	if w, ok := r.(*sse); !ok || p != &w.params {
+		t.Errorf("the run's Params point outside the stream's renderer: into the decoded body, which the stream would keep")
 	}
 	if p.Temperature == nil || *p.Temperature != 0.5 || len(p.Stop) != 1 || p.Stop[0] != "END" || p.User != "u1" {
 		t.Errorf("Params = %+v, want temperature 0.5, stop [END], user u1", *p)

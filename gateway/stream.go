@@ -81,6 +81,8 @@ type sse struct {
 
 	sessionID    string
 	includeUsage bool
+	// params are the run's sampling parameters (decodeChat).
+	params runtime.Params
 }
 
 // newSSE returns the renderer of a streamed chat completion.

@@ -67,11 +67,9 @@ type call struct {
 	// when the stream's last event came, as time since start, or -1 before
 	// the stream is open. An event only stores the time; the timer, when
 	// it fires early, sets itself again for the later of the two (fire).
-	// giveUp is when the call, retries included, must be over.
 	timer     *time.Timer
 	start     time.Time
 	lastEvent atomic.Int64
-	giveUp    time.Time
 	a         attempt // the attempt in flight
 	// A stream's state: one chunk is decoded into again and again
 	// (decodeChunk), since a fresh one each made most of the garbage an
@@ -86,11 +84,18 @@ func (u *upstream) newCall(ctx context.Context, req *runtime.ChatRequest) *call 
 	c.start = time.Now()
 	c.lastEvent.Store(-1)
 	c.timer = time.AfterFunc(u.timeout, c.fire)
-	c.giveUp = c.start.Add(u.timeout)
-	if d, ok := ctx.Deadline(); ok && d.Before(c.giveUp) {
-		c.giveUp = d
-	}
 	return c
+}
+
+// giveUp returns when the call, retries included, must be over: at its
+// timeout, or the caller's deadline if sooner. Only a retry asks, so it is
+// not kept in the call.
+func (c *call) giveUp() time.Time {
+	t := c.start.Add(c.u.timeout)
+	if d, ok := c.parent.Deadline(); ok && d.Before(t) {
+		t = d
+	}
+	return t
 }
 
 // fire runs when the call's timer goes off: at the call's deadline, the
@@ -160,7 +165,7 @@ func (c *call) client() *openai.Client {
 func (c *call) retry(try int, err error) error {
 	u := c.u
 	wait, ok := u.retryWait(try, &c.a, err)
-	if !ok || c.ctx.Err() != nil || time.Now().Add(wait).After(c.giveUp) {
+	if !ok || c.ctx.Err() != nil || time.Now().Add(wait).After(c.giveUp()) {
 		return u.classify(c.parent, c.ctx, c.req, err)
 	}
 	u.log.LogAttrs(c.parent, slog.LevelWarn, "provider call failed, retrying",

@@ -98,14 +98,15 @@ type attempt struct {
 	// stream tells a streamed call, whose body the event reader reads,
 	// from a non-streamed one, whose body decode reads here.
 	stream bool
+	// opened is set once a 2xx answer's headers arrived: from then on the
+	// call is never retried. (Beside stream: a bool between two words
+	// pads the attempt, and the call that holds it, by 8 bytes.)
+	opened bool
 	// maxBody bounds an answer's body (max_response_bytes).
 	maxBody int64
 	// secrets are masked in what a span records.
 	secrets []string
 
-	// opened is set once a 2xx answer's headers arrived: from then on the
-	// call is never retried.
-	opened bool
 	// header holds the last answer's headers (for Retry-After).
 	header http.Header
 	// body is the last answer's body.
