@@ -78,6 +78,7 @@ export const fake = {
 export const tools = {
   reset: () => control(TOOLS, 'POST', '/_reset'),
   calls: () => control(TOOLS, 'GET', '/_calls'),
+  gates: () => control(TOOLS, 'GET', '/_gates'),
 };
 
 /** reset forgets the upstream script, the recorded requests and tool calls. */
