@@ -37,8 +37,11 @@ fuzz-short:
 fuzz:
 	bash scripts/fuzz.sh $(or $(LONGFUZZ),5m)
 
+# e2e: the official clients' suite on the memory store, then on Redis
+# (sessions, approvals and stored responses live in the store).
 e2e:
 	bash e2e/run.sh
+	SWITCHBOARD_STORE_URL=redis://127.0.0.1:6379/0 bash e2e/run.sh
 
 # browser: the console (GET /console) in headless Chromium (Debian's
 # chromium, installed when missing) against the built gateway.
