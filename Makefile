@@ -44,9 +44,11 @@ e2e:
 	SWITCHBOARD_STORE_URL=redis://127.0.0.1:6379/0 bash e2e/run.sh
 
 # browser: the console (GET /console) in headless Chromium (Debian's
-# chromium, installed when missing) against the built gateway.
+# chromium, installed when missing) against the built gateway, on the
+# memory store and on Redis.
 browser:
 	bash e2e/browser/run.sh
+	SWITCHBOARD_STORE_URL=redis://127.0.0.1:6379/0 bash e2e/browser/run.sh
 
 # screenshots: rewrite the README's pictures of the console (docs/img/).
 screenshots:
