@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/switchboard-ai/switchboard/internal/freshstack"
 	"github.com/switchboard-ai/switchboard/runtime"
 )
 
@@ -292,7 +293,16 @@ func (m *Memory) Close() error {
 }
 
 // jsonSize is the size of msgs' JSON, as the Redis store stores them.
-func jsonSize(msgs []runtime.Message) (int64, error) {
+// encoding/json goes 2.5 KB deep, which from a save inside the run loop is
+// past the 7 KB that keeps a stream's goroutine at an 8 KB stack: aside
+// (freshstack, and Redis.Acquire).
+func jsonSize(msgs []runtime.Message) (n int64, err error) {
+	freshstack.Run(func() { n, err = messagesSize(msgs) })
+	return n, err
+}
+
+// messagesSize is jsonSize, on the caller's stack.
+func messagesSize(msgs []runtime.Message) (int64, error) {
 	var n int64
 	for i := range msgs {
 		b, err := json.Marshal(msgs[i])

@@ -90,6 +90,15 @@ func (s *Server) decodeChat(c *gin.Context) (*runCall, renderer) {
 		s.abortRequest(c, "", start, e)
 		return nil, nil
 	}
+	return s.chatCall(c, start, body, req)
+}
+
+// chatCall returns the run of a decoded request and its renderer; nil
+// when it has answered the request. Its frame is not on the stack while
+// the body is decoded, the deepest moment of a request (decodeChatRequest).
+//
+//go:noinline
+func (s *Server) chatCall(c *gin.Context, start time.Time, body []byte, req *chatRequest) (*runCall, renderer) {
 	g, ok := s.cfg.Graphs[req.Model]
 	if !ok {
 		if s.proxies != nil && s.passthrough(c, req.Model, body) {

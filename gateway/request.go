@@ -40,9 +40,29 @@ type clientTool struct {
 }
 
 // decodeChatRequest reads and checks a request body: bad JSON, no messages or malformed messages are answered before any run.
+//
+// encoding/json goes deep (4 KB for a message's content), and a stream's
+// goroutine must never pass 7 KB to keep its 8 KB stack (issue 22): so the
+// decode happens in unmarshalChat, whose frame is small, and the checks,
+// whose frame is not, once it has returned.
 func decodeChatRequest(body []byte) (*chatRequest, *Error) {
-	var req chatRequest
-	if err := json.Unmarshal(body, &req); err != nil {
+	req, err := unmarshalChat(body)
+	return checkChatRequest(req, err)
+}
+
+// unmarshalChat decodes a request body.
+func unmarshalChat(body []byte) (*chatRequest, error) {
+	req := new(chatRequest)
+	return req, json.Unmarshal(body, req)
+}
+
+// checkChatRequest checks a decoded request body, err what decoding it
+// returned.
+//
+//go:noinline
+func checkChatRequest(r *chatRequest, err error) (*chatRequest, *Error) {
+	req := r
+	if err != nil {
 		// A field of the wrong type is named as the client wrote it, not
 		// by the Go struct it would have filled.
 		var te *json.UnmarshalTypeError
@@ -84,7 +104,7 @@ func decodeChatRequest(body []byte) (*chatRequest, *Error) {
 			return nil, badRequest(fmt.Sprintf("tools[%d]", i), "tools[%d] must be a function tool with a name", i)
 		}
 	}
-	return &req, nil
+	return req, nil
 }
 
 // jsonKind names the JSON values a Go type decodes from.

@@ -100,6 +100,11 @@ func (w *sse) events() func(runtime.Event) { return w.event }
 
 // event renders one event of the run as it happens: text deltas and
 // handoffs are chunks; the first agent is named in the headers.
+//
+// A stream's chunks are written from under the run loop and the provider
+// call, 6 KB deep; what event and write add stays under 1 KB, so that the
+// stream's goroutine keeps an 8 KB stack (issue 22): each kind of chunk is
+// built in a frame of its own, and write takes its parts by pointer.
 func (w *sse) event(ev runtime.Event) {
 	switch ev.Kind {
 	case runtime.EventAgentStart:
@@ -108,20 +113,34 @@ func (w *sse) event(ev runtime.Event) {
 		}
 		w.agent = ev.Agent
 	case runtime.EventDelta:
-		text := ev.Text
-		d := chunkDelta{Content: &text}
-		if !w.sentRole {
-			d.Role, w.sentRole = "assistant", true
-		}
-		w.write(d, nil, chunkMetadata{AgentName: ev.Agent}, nil)
+		w.delta(ev.Agent, ev.Text)
 	case runtime.EventHandoff:
-		w.agent = ev.To
-		w.write(chunkDelta{}, nil, chunkMetadata{AgentName: ev.To, Event: "handoff", From: ev.From, To: ev.To, ToolCallID: ev.ToolCallID}, nil)
+		w.handoff(&ev)
 	case runtime.EventSubagentStart, runtime.EventSubagentDelta, runtime.EventSubagentDone:
-		// A sub-agent's work is not the answer: never delta.content.
-		w.write(chunkDelta{}, nil, chunkMetadata{AgentName: ev.Agent, Event: subagentEvent(ev.Kind),
-			Subagent: ev.Subagent, ToolCallID: ev.ToolCallID, Text: ev.Text}, nil)
+		w.subagent(&ev)
 	}
+}
+
+// delta writes a chunk of the answer's text.
+func (w *sse) delta(agent, text string) {
+	d := chunkDelta{Content: &text}
+	if !w.sentRole {
+		d.Role, w.sentRole = "assistant", true
+	}
+	w.write(&d, nil, &chunkMetadata{AgentName: agent}, nil)
+}
+
+// handoff writes the chunk of a handoff.
+func (w *sse) handoff(ev *runtime.Event) {
+	w.agent = ev.To
+	w.write(&chunkDelta{}, nil, &chunkMetadata{AgentName: ev.To, Event: "handoff", From: ev.From, To: ev.To, ToolCallID: ev.ToolCallID}, nil)
+}
+
+// subagent writes the chunk of a sub-agent's event. A sub-agent's work is
+// not the answer: never delta.content.
+func (w *sse) subagent(ev *runtime.Event) {
+	w.write(&chunkDelta{}, nil, &chunkMetadata{AgentName: ev.Agent, Event: subagentEvent(ev.Kind),
+		Subagent: ev.Subagent, ToolCallID: ev.ToolCallID, Text: ev.Text}, nil)
 }
 
 // result ends the stream: what was not streamed (text the provider sent in
@@ -138,7 +157,7 @@ func (w *sse) result(res *runtime.Result) *Error {
 			if !w.sentRole {
 				d.Role, w.sentRole = "assistant", true
 			}
-			w.write(d, nil, chunkMetadata{AgentName: res.Agent, SessionID: w.sessionID, Event: runtime.SuspendApproval, Approvals: aps}, nil)
+			w.write(&d, nil, &chunkMetadata{AgentName: res.Agent, SessionID: w.sessionID, Event: runtime.SuspendApproval, Approvals: aps}, nil)
 		} else {
 			meta.Approvals = aps
 		}
@@ -157,13 +176,13 @@ func (w *sse) result(res *runtime.Result) *Error {
 		d.ToolCalls = append(d.ToolCalls, streamToolCall{Index: i, ToolCall: tc})
 	}
 	if d.Role != "" || d.Content != nil || d.ToolCalls != nil {
-		w.write(d, nil, meta, nil)
+		w.write(&d, nil, &meta, nil)
 	}
 	reason := res.FinishReason
-	w.write(chunkDelta{}, &reason, meta, nil)
+	w.write(&chunkDelta{}, &reason, &meta, nil)
 	if w.includeUsage {
 		u := res.Usage
-		w.write(chunkDelta{}, nil, meta, &u)
+		w.write(&chunkDelta{}, nil, &meta, &u)
 	}
 	w.done()
 	return nil
@@ -202,7 +221,7 @@ func putEventBuf(bp *[]byte, b []byte) {
 }
 
 // write sends one chunk; a usage chunk has no choices.
-func (w *sse) write(d chunkDelta, finish *string, meta chunkMetadata, usage *runtime.Usage) {
+func (w *sse) write(d *chunkDelta, finish *string, meta *chunkMetadata, usage *runtime.Usage) {
 	bp := eventBufs.Get().(*[]byte)
 	b, err := appendChunk(append((*bp)[:0], "data: "...), w.id, w.created, w.model, d, finish, meta, usage)
 	if err != nil {
@@ -216,7 +235,7 @@ func (w *sse) write(d chunkDelta, finish *string, meta chunkMetadata, usage *run
 
 // appendChunk appends one chunk's JSON to b. Only tool calls, in the last
 // chunk of a run, go through encoding/json.
-func appendChunk(b []byte, id string, created int64, model string, d chunkDelta, finish *string, meta chunkMetadata, usage *runtime.Usage) ([]byte, error) {
+func appendChunk(b []byte, id string, created int64, model string, d *chunkDelta, finish *string, meta *chunkMetadata, usage *runtime.Usage) ([]byte, error) {
 	b = append(b, `{"id":`...)
 	b = jsonenc.AppendString(b, id)
 	b = append(b, `,"object":"chat.completion.chunk","created":`...)

@@ -65,7 +65,7 @@ func TestAppendChunkMatchesEncodingJSON(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := appendChunk(nil, id, created, model, tt.delta, tt.finish, tt.meta, tt.usage)
+			got, err := appendChunk(nil, id, created, model, &tt.delta, tt.finish, &tt.meta, tt.usage)
 			if err != nil {
 				t.Fatalf("appendChunk: %v", err)
 			}

@@ -6,13 +6,16 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/switchboard-ai/switchboard/internal/freshstack"
 )
 
 // A stream's client must keep taking its bytes (CONTRACT §14): a client
 // that stops reading, with its socket buffers full, would otherwise block
 // the run in a write for good, holding its session lock and its provider
 // call. So every write of a stream has a deadline, server.stream_write_timeout
-// from now, set on the connection (http.ResponseController): a write that
+// from now (at least fifteen sixteenths of it: refreshDeadline), set on the
+// connection (http.ResponseController): a write that
 // cannot finish in time fails, and the run is cancelled as on a disconnect
 // (session released, nothing of the step stored). net/http's own
 // WriteTimeout is not used: it bounds a whole response, and would cut long
@@ -35,7 +38,13 @@ type streamGuard struct {
 	c       *gin.Context
 	rc      *http.ResponseController
 	timeout time.Duration
-	failed  bool
+	// deadline is the write deadline set on the connection; a write sets
+	// a new one only once a sixteenth of the timeout has gone by since
+	// (refreshDeadline).
+	deadline time.Time
+	started  bool // the first write, which sends the headers, is done
+	pending  []byte
+	failed   bool
 }
 
 // guardStream returns the guard a stream's writes go through; serveRun
@@ -67,11 +76,32 @@ func runContext(c *gin.Context, r renderer) (context.Context, func()) {
 
 // write sends b and flushes it within the timeout; once a write has failed
 // the stream is over, and later writes are dropped.
+//
+// The first write also sends the response's headers, and net/http's
+// header writer alone takes 3.4 KB of stack: from where the run writes a
+// chunk, that is 9.4 KB deep, past the 8 KB the stream's goroutine
+// otherwise keeps to its end. So the first write is done aside
+// (freshstack); the later ones, 7 KB deep, are not.
 func (g *streamGuard) write(b []byte) {
 	if g.failed {
 		return
 	}
-	_ = g.rc.SetWriteDeadline(time.Now().Add(g.timeout))
+	if !g.started {
+		g.started = true
+		g.pending = b
+		freshstack.Run(g.writePending)
+		g.pending = nil
+		return
+	}
+	g.send(b)
+}
+
+// writePending writes the first event, for freshstack.Run.
+func (g *streamGuard) writePending() { g.send(g.pending) }
+
+// send writes b and flushes it.
+func (g *streamGuard) send(b []byte) {
+	g.refreshDeadline()
 	_, err := g.c.Writer.Write(b)
 	if err == nil {
 		err = g.rc.Flush()
@@ -79,6 +109,19 @@ func (g *streamGuard) write(b []byte) {
 	if err != nil {
 		g.failed = true // net/http has cancelled the run's context
 	}
+}
+
+// refreshDeadline gives the write about to be made the whole timeout, or
+// at least fifteen sixteenths of it: setting a connection's deadline moves
+// a runtime timer, and a stream that set one for every chunk did so
+// dozens of times a second for nothing (issue 22).
+func (g *streamGuard) refreshDeadline() {
+	now := time.Now()
+	if g.deadline.Sub(now) >= g.timeout-g.timeout/16 {
+		return
+	}
+	g.deadline = now.Add(g.timeout)
+	_ = g.rc.SetWriteDeadline(g.deadline)
 }
 
 // close lifts the write deadline, which would otherwise stay on a kept-alive

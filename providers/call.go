@@ -12,6 +12,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/switchboard-ai/switchboard/internal/freshstack"
 	"github.com/switchboard-ai/switchboard/runtime"
 )
 
@@ -39,7 +40,11 @@ func (u *upstream) Chat(ctx context.Context, req *runtime.ChatRequest, onDelta f
 		var resp *runtime.ChatResponse
 		var err error
 		if req.Stream {
-			if err = c.open(); err == nil {
+			// Opening the stream goes 5.5 KB deeper than reading it
+			// (go-openai, then net/http's client): aside, so that the
+			// stream's goroutine keeps an 8 KB stack (freshstack).
+			freshstack.Run(c.openAside)
+			if err = c.openErr; err == nil {
 				resp, err = c.stream(onDelta)
 			}
 		} else {
@@ -71,6 +76,7 @@ type call struct {
 	start     time.Time
 	lastEvent atomic.Int64
 	a         attempt // the attempt in flight
+	openErr   error   // what opening the attempt's stream returned
 	// A stream's state: one chunk is decoded into again and again
 	// (decodeChunk), since a fresh one each made most of the garbage an
 	// open stream made.
@@ -211,6 +217,9 @@ func (c *call) complete() (*runtime.ChatResponse, error) {
 	}
 	return out, nil
 }
+
+// openAside opens the stream into c.openErr, for freshstack.Run.
+func (c *call) openAside() { c.openErr = c.open() }
 
 // open sends a streamed attempt; once it is open, its body is in c.a.
 func (c *call) open() error {

@@ -6,6 +6,8 @@ import (
 	"unicode/utf8"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/switchboard-ai/switchboard/internal/freshstack"
 )
 
 // decodeChunk decodes one stream event's payload into c, which it resets
@@ -24,7 +26,17 @@ func decodeChunk(data []byte, c *openai.ChatCompletionStreamResponse) error {
 		return nil
 	}
 	resetChunk(c)
-	return json.Unmarshal(data, c)
+	return unmarshalChunk(data, c)
+}
+
+// unmarshalChunk decodes a chunk readChunk could not with encoding/json,
+// aside: encoding/json goes 2.4 KB deep, and from where a stream is read,
+// that is past the 7 KB that keeps the stream's goroutine at an 8 KB stack
+// (freshstack). Every stream's usage chunk, and every chunk of a tool
+// call, comes this way.
+func unmarshalChunk(data []byte, c *openai.ChatCompletionStreamResponse) (err error) {
+	freshstack.Run(func() { err = json.Unmarshal(data, c) })
+	return err
 }
 
 // resetChunk zeroes c but for the room of its choices.

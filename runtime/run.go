@@ -133,15 +133,8 @@ func (r *Runner) Run(ctx context.Context, req *Request, emit func(Event)) (*Resu
 		emit = func(Event) {}
 	}
 	if req.SessionID == "" {
-		if len(req.Approvals) > 0 {
-			// Approvals live in sessions: a stateless request has none to decide.
-			return nil, fmt.Errorf("approval %s: %w (the request has no session)", req.Approvals[0].ID, ErrApprovalNotFound)
-		}
-		rn := r.newRun(req, emit, nil)
-		rn.transcript = req.Messages
-		rn.agent = req.Graph.Lead
-		rn.info.Input = req.Messages
-		if err := rn.checkClientTools(); err != nil {
+		rn, err := r.openStateless(req, emit)
+		if err != nil {
 			return nil, err
 		}
 		return rn.start(ctx)
@@ -150,6 +143,26 @@ func (r *Runner) Run(ctx context.Context, req *Request, emit func(Event)) (*Resu
 		return nil, fmt.Errorf("%w: sessions are not configured", ErrInvalidRequest)
 	}
 	return r.runSession(ctx, req, emit)
+}
+
+// openStateless sets up the run of a request outside any session. It is
+// not inlined in Run, which is on the stack for as long as a stream lasts
+// (runSession).
+//
+//go:noinline
+func (r *Runner) openStateless(req *Request, emit func(Event)) (*run, error) {
+	if len(req.Approvals) > 0 {
+		// Approvals live in sessions: a stateless request has none to decide.
+		return nil, fmt.Errorf("approval %s: %w (the request has no session)", req.Approvals[0].ID, ErrApprovalNotFound)
+	}
+	rn := r.newRun(req, emit, nil)
+	rn.transcript = req.Messages
+	rn.agent = req.Graph.Lead
+	rn.info.Input = req.Messages
+	if err := rn.checkClientTools(); err != nil {
+		return nil, err
+	}
+	return rn, nil
 }
 
 // AgentRequest is a run of one agent over a transcript of its own, outside

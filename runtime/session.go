@@ -18,21 +18,51 @@ import (
 // with it.
 
 // runSession runs a request in its session.
+//
+// It is on the stack, below the run loop, for as long as a stream lasts:
+// what needs a large frame (loading and locking the session, setting the
+// run up) is in openSession, which has returned by then (issue 22).
 func (r *Runner) runSession(ctx context.Context, req *Request, emit func(Event)) (*Result, error) {
+	rn, ctx, end, err := r.openSession(ctx, req, emit)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
+	res, err := rn.start(ctx)
+	// Once the last save released the lock a renewal finds it gone and
+	// cancels ctx; the run had already ended with its work stored.
+	if !rn.session.released && errors.Is(context.Cause(ctx), ErrLeaseLost) {
+		return nil, leaseLost()
+	}
+	return res, err
+}
+
+// leaseLost is the error of a run whose session lock was lost.
+func leaseLost() error { return fmt.Errorf("run stopped: %w", ErrLeaseLost) }
+
+// openSession loads and locks req's session and sets up its run: the run,
+// the context it runs in (cancelled should the lease be lost) and end,
+// which stops the lease's renewal and releases the lock unless the last
+// save did. On an error nothing is left held.
+func (r *Runner) openSession(ctx context.Context, req *Request, emit func(Event)) (*run, context.Context, func(), error) {
 	input := newInput(req.Messages)
 	key := SessionKey{Principal: req.Principal, ID: req.SessionID}
 	sess, lease, err := r.acquire(ctx, key)
 	if err != nil {
-		return nil, fmt.Errorf("acquire session: %w", err)
+		return nil, nil, nil, fmt.Errorf("acquire session: %w", err)
 	}
 	if at := req.At; at != nil && at.Version != sess.Version && !at.holds(sess) {
 		_ = r.opts.Store.Release(context.WithoutCancel(ctx), key, lease)
-		return nil, fmt.Errorf("continue session at version %d, now %d: %w", at.Version, sess.Version, ErrMoved)
+		return nil, nil, nil, fmt.Errorf("continue session at version %d, now %d: %w", at.Version, sess.Version, ErrMoved)
 	}
 	rn := r.newRun(req, emit, nil)
 	sv := &rn.session
 	*sv = sessionSaver{store: r.opts.Store, key: key, lease: lease, version: sess.Version}
-	defer func() {
+	runCtx, cancel := context.WithCancelCause(ctx)
+	stop := r.keepLease(runCtx, key, lease, cancel)
+	end := func() {
+		stop()
+		cancel(nil)
 		if sv.released {
 			return // the last save released the lock in its own round trip
 		}
@@ -40,16 +70,13 @@ func (r *Runner) runSession(ctx context.Context, req *Request, emit func(Event))
 		if err := r.opts.Store.Release(context.WithoutCancel(ctx), key, lease); err != nil {
 			r.log.Warn("release session", "session", key.ID, "err", err)
 		}
-	}()
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	stop := r.keepLease(ctx, key, lease, cancel)
-	defer stop()
+	}
 
 	rn.saver = sv
 	rn.approvals = cloneApprovals(sess.Approvals)
 	if err := rn.applyDecisions(req.Approvals); err != nil {
-		return nil, err
+		end()
+		return nil, nil, nil, err
 	}
 	rn.history = sess.Messages
 	rn.histScan = r.prompts.history(key, rn.history)
@@ -58,20 +85,16 @@ func (r *Runner) runSession(ctx context.Context, req *Request, emit func(Event))
 	rn.info.Agent, rn.info.Input = rn.agent, input
 	switch paused := rn.openApprovals(); {
 	case paused && hasNewMessage(input):
-		rn.moveOn(ctx)
+		rn.moveOn(runCtx)
 	case !paused && len(input) == 0:
-		return nil, fmt.Errorf("%w: a session request needs new input after its last assistant message", ErrInvalidRequest)
+		end()
+		return nil, nil, nil, fmt.Errorf("%w: a session request needs new input after its last assistant message", ErrInvalidRequest)
 	}
 	if err := rn.checkClientTools(); err != nil {
-		return nil, err
+		end()
+		return nil, nil, nil, err
 	}
-	res, err := rn.start(ctx)
-	// Once the last save released the lock a renewal finds it gone and
-	// cancels ctx; the run had already ended with its work stored.
-	if !sv.released && errors.Is(context.Cause(ctx), ErrLeaseLost) {
-		return nil, fmt.Errorf("run stopped: %w", ErrLeaseLost)
-	}
-	return res, err
+	return rn, runCtx, end, nil
 }
 
 // sessionSaver saves a session run's steps under its lease.
