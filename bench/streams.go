@@ -138,57 +138,9 @@ type streamBench struct {
 
 // runStreams measures every count and variant and writes the report.
 func runStreams(ctx context.Context, o streamOptions, stdout, progress io.Writer) error {
-	tmp, err := os.MkdirTemp("", "switchboard-streams-")
+	rep, err := measureStreams(ctx, o, progress)
 	if err != nil {
 		return err
-	}
-	defer os.RemoveAll(tmp)
-	fmt.Fprintln(progress, "building the gateway, the reverse proxy and the slow upstream...")
-	gwMain := "./cmd/switchboard"
-	if o.profile != "" {
-		gwMain = "./bench/gwprof"
-	}
-	bins, err := buildAll(ctx, o.root, tmp, gwMain, "./bench/revproxy", "./bench/slowupstream")
-	if err != nil {
-		return err
-	}
-	if o.redis != "" && !redisUp(o.redis) {
-		fmt.Fprintf(progress, "Redis at %s does not answer: skipping gateway-redis\n", o.redis)
-		o.redis = ""
-	}
-	if o.redis == "" {
-		o.variants = slices.DeleteFunc(o.variants, func(v string) bool { return v == "gateway-redis" })
-	}
-	sb := &streamBench{o: o, progress: progress, tmp: tmp, gwBin: bins[0], rpBin: bins[1],
-		prefix: "streams-" + strings.ToLower(rand.Text()[:10])}
-	sb.up, err = start("slowupstream", bins[2], "-listen", "{addr}", "-gap", o.gap.String(), "-chunks", strconv.Itoa(o.chunks))
-	if err != nil {
-		return err
-	}
-	defer sb.up.stop()
-	if o.redis != "" {
-		defer cleanRedisPrefix(o.redis, sb.prefix)
-	}
-	rep := &streamReport{o: o, load0: loadAvg(), start: time.Now()}
-	recs := map[string][]rec{}
-	for round := range o.rounds {
-		for _, n := range o.ns {
-			for _, v := range o.variants {
-				fmt.Fprintf(progress, "round %d/%d: %d streams, %s\n", round+1, o.rounds, n, v)
-				r, err := sb.phase(ctx, v, n, round)
-				if err != nil {
-					return fmt.Errorf("%s, %d streams: %w", v, n, err)
-				}
-				fmt.Fprintf(progress, "  %s\n", streamSummary(r))
-				k := streamKey(v, n)
-				recs[k] = append(recs[k], r)
-			}
-		}
-	}
-	rep.load1 = loadAvg()
-	rep.recs = map[string]rec{}
-	for k, rs := range recs {
-		rep.recs[k] = median(rs)
 	}
 	md := rep.markdown()
 	if _, err := io.WriteString(stdout, md); err != nil {
@@ -202,6 +154,64 @@ func runStreams(ctx context.Context, o streamOptions, stdout, progress io.Writer
 		fmt.Fprintln(progress, "wrote", o.out)
 	}
 	return nil
+}
+
+// measureStreams measures every count and variant of o: the report's
+// records, the median of the rounds.
+func measureStreams(ctx context.Context, o streamOptions, progress io.Writer) (*streamReport, error) {
+	tmp, err := os.MkdirTemp("", "switchboard-streams-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	fmt.Fprintln(progress, "building the gateway, the reverse proxy and the slow upstream...")
+	gwMain := "./cmd/switchboard"
+	if o.profile != "" {
+		gwMain = "./bench/gwprof"
+	}
+	bins, err := buildAll(ctx, o.root, tmp, gwMain, "./bench/revproxy", "./bench/slowupstream")
+	if err != nil {
+		return nil, err
+	}
+	if o.redis != "" && !redisUp(o.redis) {
+		fmt.Fprintf(progress, "Redis at %s does not answer: skipping gateway-redis\n", o.redis)
+		o.redis = ""
+	}
+	if o.redis == "" {
+		o.variants = slices.DeleteFunc(o.variants, func(v string) bool { return v == "gateway-redis" })
+	}
+	sb := &streamBench{o: o, progress: progress, tmp: tmp, gwBin: bins[0], rpBin: bins[1],
+		prefix: "streams-" + strings.ToLower(rand.Text()[:10])}
+	sb.up, err = start("slowupstream", bins[2], "-listen", "{addr}", "-gap", o.gap.String(), "-chunks", strconv.Itoa(o.chunks))
+	if err != nil {
+		return nil, err
+	}
+	defer sb.up.stop()
+	if o.redis != "" {
+		defer cleanRedisPrefix(o.redis, sb.prefix)
+	}
+	rep := &streamReport{o: o, load0: loadAvg(), start: time.Now()}
+	recs := map[string][]rec{}
+	for round := range o.rounds {
+		for _, n := range o.ns {
+			for _, v := range o.variants {
+				fmt.Fprintf(progress, "round %d/%d: %d streams, %s\n", round+1, o.rounds, n, v)
+				r, err := sb.phase(ctx, v, n, round)
+				if err != nil {
+					return nil, fmt.Errorf("%s, %d streams: %w", v, n, err)
+				}
+				fmt.Fprintf(progress, "  %s\n", streamSummary(r))
+				k := streamKey(v, n)
+				recs[k] = append(recs[k], r)
+			}
+		}
+	}
+	rep.load1 = loadAvg()
+	rep.recs = map[string]rec{}
+	for k, rs := range recs {
+		rep.recs[k] = median(rs)
+	}
+	return rep, nil
 }
 
 func streamKey(variant string, n int) string { return variant + "/" + strconv.Itoa(n) }
