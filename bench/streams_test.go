@@ -113,7 +113,8 @@ func TestParseListenDrops(t *testing.T) {
 // stream, read from each process's go_memstats_stack_inuse_bytes while
 // every stream is open, differs by 8 KB when the gateway's handler grows
 // and by well under 1 KB when it does not. Redis sessions (every stream
-// its own) go through the store's calls as well.
+// its own) go through the store's calls as well, and a handoff in each
+// stream through the tool chain.
 func TestStreamStackIsTheProxys(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the gateway and runs it: not in -short")
@@ -122,7 +123,7 @@ func TestStreamStackIsTheProxys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := streamOptions{root: root, redis: "127.0.0.1:6379", ns: []int{100}, variants: []string{"proxy", "gateway", "gateway-redis"},
+	o := streamOptions{root: root, redis: "127.0.0.1:6379", ns: []int{100}, variants: []string{"proxy", "gateway", "gateway-redis", "gateway-handoff"},
 		rounds: 1, ramp: 300 * time.Millisecond, gap: 300 * time.Millisecond, chunks: 6, maxStreams: maxStreams()}
 	if !redisUp(o.redis) && os.Getenv("CI") == "true" {
 		t.Fatal("Redis is not reachable at 127.0.0.1:6379")
@@ -135,7 +136,7 @@ func TestStreamStackIsTheProxys(t *testing.T) {
 	if proxy <= 0 {
 		t.Fatalf("no stack figure for the proxy: %v", rep.recs["proxy/100"])
 	}
-	for _, v := range []string{"gateway", "gateway-redis"} {
+	for _, v := range []string{"gateway", "gateway-redis", "gateway-handoff"} {
 		r, ok := rep.recs[v+"/100"]
 		if !ok {
 			continue // no Redis here

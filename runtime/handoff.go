@@ -13,6 +13,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/switchboard-ai/switchboard/graphs"
+	"github.com/switchboard-ai/switchboard/internal/freshstack"
 )
 
 // routingNotePrefix starts every routing note; the text is for the model,
@@ -111,7 +112,18 @@ func jsonString(v any) string {
 // arguments are validated against the handoff's schema, then the run's
 // handoff limit is checked. An accepted call's result is written by
 // acceptHandoff, after the turn's other results.
-func (rn *run) considerHandoff(inv *ToolInvocation) ToolResult {
+//
+// It runs aside (freshstack): under the run loop and the tool chain,
+// decoding, validating and re-encoding the arguments went past the 7 KB
+// that keeps the goroutine, which goes on to read the next agent's
+// stream, at an 8 KB stack (issue 22).
+func (rn *run) considerHandoff(inv *ToolInvocation) (res ToolResult) {
+	freshstack.Run(func() { res = rn.considerHandoffHere(inv) })
+	return res
+}
+
+// considerHandoffHere is considerHandoff on the caller's stack.
+func (rn *run) considerHandoffHere(inv *ToolInvocation) ToolResult {
 	a, err := parseArgs(inv.Handoff, inv.Call.Function.Arguments)
 	if err != nil {
 		return ToolError(codeInvalidArgs, err.Error())

@@ -134,39 +134,54 @@ const attrMCPServer = attribute.Key("switchboard.mcp.server")
 // InterceptTool traces and counts a server tool call (an execute_tool span
 // around it) or a handoff call (a handoff span with its outcome).
 func (o *observer) InterceptTool(next ToolFunc) ToolFunc {
+	// The span's start and end are in functions of their own, so that
+	// only a small frame is on the stack while the tool runs: a handoff
+	// runs under it, and the stream that follows it on the same goroutine
+	// must stay under 7 KB deep (issue 22).
 	return func(ctx context.Context, call *ToolInvocation) (ToolResult, error) {
 		if call.Handoff != nil {
 			return o.handoff(ctx, call, next)
 		}
-		ctx, span := o.tracer.Start(ctx, "execute_tool "+call.Tool.Name, trace.WithSpanKind(trace.SpanKindInternal))
-		if span.IsRecording() {
-			span.SetAttributes(
-				genai.OperationName.String(genai.OperationExecuteTool),
-				genai.ToolName.String(call.Tool.Name),
-				genai.ToolCallID.String(call.Call.ID),
-			)
-			if t := call.Tool.MCP; t != nil && t.Server != nil {
-				span.SetAttributes(attrMCPServer.String(t.Server.Name))
-			}
-		}
+		ctx, span := o.startTool(ctx, call)
 		start := time.Now()
 		res, err := next(ctx, call)
-		o.permission(span, call)
-		if res.Suspend == "" {
-			failed := err != nil || res.Code != ""
-			o.metrics.ToolCall(call.Tool.Name, time.Since(start).Seconds(), failed)
-		}
-		cause := err
-		if cause == nil && res.Code != "" {
-			cause = res.Err
-			if cause == nil {
-				cause = &toolFailure{code: res.Code}
-			}
-			o.log.Warn("tool failed", "tool", call.Tool.Name, "call", call.Call.ID, "code", res.Code, "err", cause)
-		}
-		endSpan(span, cause)
+		o.endTool(span, call, start, &res, err)
 		return res, err
 	}
+}
+
+// startTool starts a tool call's span.
+func (o *observer) startTool(ctx context.Context, call *ToolInvocation) (context.Context, trace.Span) {
+	ctx, span := o.tracer.Start(ctx, "execute_tool "+call.Tool.Name, trace.WithSpanKind(trace.SpanKindInternal))
+	if span.IsRecording() {
+		span.SetAttributes(
+			genai.OperationName.String(genai.OperationExecuteTool),
+			genai.ToolName.String(call.Tool.Name),
+			genai.ToolCallID.String(call.Call.ID),
+		)
+		if t := call.Tool.MCP; t != nil && t.Server != nil {
+			span.SetAttributes(attrMCPServer.String(t.Server.Name))
+		}
+	}
+	return ctx, span
+}
+
+// endTool records a tool call's outcome, begun at start, and ends its span.
+func (o *observer) endTool(span trace.Span, call *ToolInvocation, start time.Time, res *ToolResult, err error) {
+	o.permission(span, call)
+	if res.Suspend == "" {
+		failed := err != nil || res.Code != ""
+		o.metrics.ToolCall(call.Tool.Name, time.Since(start).Seconds(), failed)
+	}
+	cause := err
+	if cause == nil && res.Code != "" {
+		cause = res.Err
+		if cause == nil {
+			cause = &toolFailure{code: res.Code}
+		}
+		o.log.Warn("tool failed", "tool", call.Tool.Name, "call", call.Call.ID, "code", res.Code, "err", cause)
+	}
+	endSpan(span, cause)
 }
 
 // handoff records a handoff call as a span and a count once its outcome is
@@ -178,6 +193,12 @@ func (o *observer) handoff(ctx context.Context, call *ToolInvocation, next ToolF
 	if err != nil || (res.Suspend != "" && call.perm == nil) {
 		return res, err
 	}
+	o.recordHandoff(ctx, call, &res)
+	return res, nil
+}
+
+// recordHandoff records the outcome of a handoff call.
+func (o *observer) recordHandoff(ctx context.Context, call *ToolInvocation, res *ToolResult) {
 	outcome := res.Code
 	switch {
 	case res.Suspend != "":
@@ -204,7 +225,6 @@ func (o *observer) handoff(ctx context.Context, call *ToolInvocation, next ToolF
 	if outcome != outcomePending {
 		o.metrics.Handoff(call.Run.Graph.Name, from, to, outcome)
 	}
-	return res, nil
 }
 
 // recordDecision counts and records a decision taken outside the tool

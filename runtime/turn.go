@@ -63,9 +63,46 @@ type classified struct {
 // the run suspends for them, and the turn's handoff waits: resume takes it
 // up again.
 func (rn *run) turn(ctx context.Context, calls []ToolCall) (turnOutcome, error) {
-	var out turnOutcome
-	cs := make([]classified, len(calls))
-	var client []ToolCall
+	// A handoff's call runs under turn, and the stream of the agent it
+	// hands to is read on the same goroutine: what needs a large frame
+	// (sorting the calls, building the outcome) is in functions that are
+	// not on the stack while a call runs (issue 22).
+	cs, client, considered := rn.sortTurn(calls)
+	// Refused handoff calls, then server tools; the considered handoff
+	// last, and only when no call of the turn is pending.
+	for i := range cs {
+		if c := &cs[i]; c.inv.Refusal != nil {
+			if err := rn.invoke(ctx, c); err != nil {
+				return turnOutcome{}, err
+			}
+		}
+	}
+	if err := rn.runServerTools(ctx, cs); err != nil {
+		return turnOutcome{}, err
+	}
+	held := rn.heldCalls(cs)
+	var accepted *classified
+	if considered >= 0 && cs[considered].inv.Refusal == nil && client == nil && held == nil {
+		c := &cs[considered]
+		if err := rn.invoke(ctx, c); err != nil {
+			return turnOutcome{}, err
+		}
+		switch {
+		case c.result.Suspend != "":
+			held = append(held, PendingCall{Call: c.inv.Call, Agent: rn.agent.Name, Reason: c.result.Suspend, Data: c.result.Data})
+		case c.result.Code == "":
+			accepted, c.ran = c, false // its result is written with the handoff
+		}
+	}
+	return rn.endTurn(ctx, cs, client, held, accepted)
+}
+
+// sortTurn classifies a turn's calls: the client's, and the handoff
+// considered (-1: none); the others get their refusal or result.
+//
+//go:noinline
+func (rn *run) sortTurn(calls []ToolCall) (cs []classified, client []ToolCall, considered int) {
+	cs = make([]classified, len(calls))
 	for i, c := range calls {
 		cs[i] = rn.classify(c)
 		if i >= rn.maxToolCalls() {
@@ -77,7 +114,7 @@ func (rn *run) turn(ctx context.Context, calls []ToolCall) (turnOutcome, error) 
 			client = append(client, c)
 		}
 	}
-	considered := -1
+	considered = -1
 	for i := range cs {
 		c := &cs[i]
 		switch c.kind {
@@ -97,37 +134,28 @@ func (rn *run) turn(ctx context.Context, calls []ToolCall) (turnOutcome, error) 
 			}
 		}
 	}
-	// Refused handoff calls, then server tools; the considered handoff
-	// last, and only when no call of the turn is pending.
-	for i := range cs {
-		if c := &cs[i]; c.inv.Refusal != nil {
-			if err := rn.invoke(ctx, c); err != nil {
-				return out, err
-			}
-		}
-	}
-	if err := rn.runServerTools(ctx, cs); err != nil {
-		return out, err
-	}
+	return cs, client, considered
+}
+
+// heldCalls returns the calls of a turn that wait (an approval).
+//
+//go:noinline
+func (rn *run) heldCalls(cs []classified) []PendingCall {
 	var held []PendingCall
 	for i := range cs {
 		if r := cs[i].result; cs[i].ran && r.Suspend != "" {
 			held = append(held, PendingCall{Call: cs[i].inv.Call, Agent: rn.agent.Name, Reason: r.Suspend, Data: r.Data})
 		}
 	}
-	var accepted *classified
-	if considered >= 0 && cs[considered].inv.Refusal == nil && client == nil && held == nil {
-		c := &cs[considered]
-		if err := rn.invoke(ctx, c); err != nil {
-			return out, err
-		}
-		switch {
-		case c.result.Suspend != "":
-			held = append(held, PendingCall{Call: c.inv.Call, Agent: rn.agent.Name, Reason: c.result.Suspend, Data: c.result.Data})
-		case c.result.Code == "":
-			accepted, c.ran = c, false // its result is written with the handoff
-		}
-	}
+	return held
+}
+
+// endTurn writes a turn's results and returns its outcome: suspended on
+// client or held calls, else the accepted handoff, if any, taken.
+//
+//go:noinline
+func (rn *run) endTurn(ctx context.Context, cs []classified, client []ToolCall, held []PendingCall, accepted *classified) (turnOutcome, error) {
+	var out turnOutcome
 	for i := range cs {
 		if r := cs[i].result; cs[i].ran && r.Suspend == "" {
 			rn.transcript = append(rn.transcript, toolResult(cs[i].inv.Call.ID, r.Content))
