@@ -81,7 +81,9 @@ func readChunk(data []byte, c *openai.ChatCompletionStreamResponse, prevID strin
 			}
 			sawChoices = true
 			return s.null() || s.array(func() bool { return s.choice(c) })
-		case "usage", "prompt_annotations", "prompt_filter_results":
+		case "usage":
+			return s.null() || s.usage(c)
+		case "prompt_annotations", "prompt_filter_results":
 			return s.null()
 		}
 		return !foldsTo(key, "id", "object", "created", "model", "choices", "system_fingerprint", "usage",
@@ -141,6 +143,76 @@ func (s *scanner) delta(d *openai.ChatCompletionStreamChoiceDelta) bool {
 			return s.null()
 		}
 		return !foldsTo(key, "content", "role", "function_call", "tool_calls", "refusal", "reasoning_content") && s.skip(0)
+	})
+}
+
+// usage reads a chunk's usage, which every stream asked for it ends with:
+// its counts and their details. A repeated key gives up (encoding/json
+// would merge the objects).
+func (s *scanner) usage(c *openai.ChatCompletionStreamResponse) bool {
+	if s.peek() != '{' || c.Usage != nil {
+		return false
+	}
+	u := &openai.Usage{}
+	c.Usage = u
+	return s.object(func(key []byte) bool {
+		switch string(key) {
+		case "prompt_tokens":
+			return s.null() || s.integer(&u.PromptTokens)
+		case "completion_tokens":
+			return s.null() || s.integer(&u.CompletionTokens)
+		case "total_tokens":
+			return s.null() || s.integer(&u.TotalTokens)
+		case "prompt_tokens_details":
+			if s.null() {
+				return true
+			}
+			if u.PromptTokensDetails != nil {
+				return false
+			}
+			d := &openai.PromptTokensDetails{}
+			u.PromptTokensDetails = d
+			return s.counts(count{"audio_tokens", &d.AudioTokens}, count{"cached_tokens", &d.CachedTokens})
+		case "completion_tokens_details":
+			if s.null() {
+				return true
+			}
+			if u.CompletionTokensDetails != nil {
+				return false
+			}
+			d := &openai.CompletionTokensDetails{}
+			u.CompletionTokensDetails = d
+			return s.counts(count{"audio_tokens", &d.AudioTokens}, count{"reasoning_tokens", &d.ReasoningTokens},
+				count{"accepted_prediction_tokens", &d.AcceptedPredictionTokens}, count{"rejected_prediction_tokens", &d.RejectedPredictionTokens})
+		}
+		return !foldsTo(key, "prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details", "completion_tokens_details") && s.skip(0)
+	})
+}
+
+// count is an integer field of an object, by key.
+type count struct {
+	key string
+	v   *int
+}
+
+// counts reads an object of integers into fields; other keys are skipped,
+// unless encoding/json could match them to a field.
+func (s *scanner) counts(fields ...count) bool {
+	if s.peek() != '{' {
+		return false
+	}
+	return s.object(func(key []byte) bool {
+		for _, f := range fields {
+			if string(key) == f.key {
+				return s.null() || s.integer(f.v)
+			}
+		}
+		for _, f := range fields {
+			if foldsTo(key, f.key) {
+				return false
+			}
+		}
+		return s.skip(0)
 	})
 }
 

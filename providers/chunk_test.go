@@ -14,6 +14,16 @@ var chunkSeeds = []string{
 	`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"m","choices":[{"index":0,"delta":{"content":" word"},"finish_reason":null}]}`,
 	`{"id":"chatcmpl-1","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`,
 	`{"id":"chatcmpl-1","choices":[],"usage":{"prompt_tokens":24,"completion_tokens":10,"total_tokens":34}}`,
+	`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":24,"completion_tokens":10,"total_tokens":34,"prompt_tokens_details":{"cached_tokens":8,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":3,"audio_tokens":0,"accepted_prediction_tokens":1,"rejected_prediction_tokens":2}}}`,
+	`{"id":"x","choices":[],"usage":{"prompt_tokens":null,"total_tokens":5,"prompt_tokens_details":null,"completion_tokens_details":{"future_tokens":{"a":1}}}}`,
+	`{"id":"x","choices":[],"usage":{"prompt_tokens":1,"prompt_tokens":2}}`,
+	`{"id":"x","choices":[],"usage":{"Prompt_Tokens":1}}`,
+	`{"id":"x","choices":[],"usage":{"prompt_tokens":1.5}}`,
+	`{"id":"x","choices":[],"usage":{"prompt_tokens_details":{"cached_tokens":1},"prompt_tokens_details":{"audio_tokens":2}}}`,
+	`{"id":"x","choices":[],"usage":{"completion_tokens_details":{"Reasoning_tokens":1}}}`,
+	`{"id":"x","choices":[],"usage":{}}`,
+	`{"id":"x","choices":[],"usage":{"total_tokens":3},"usage":{"prompt_tokens":1}}`,
+	`{"id":"x","choices":[],"usage":[]}`,
 	`{"id":"x","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"f","arguments":"{}"}}]}}]}`,
 	`{"id":"x","choices":[{"index":1,"delta":{"content":"a"}},{"index":0,"delta":{"content":"b"}}]}`,
 	` { "id" : "x" , "choices" : [ { "index" : 0 , "delta" : { "content" : "a\nb \"q\" \u00e9\ud83d\ude00" } } ] } `,
@@ -59,7 +69,7 @@ func TestDecodeChunkReadsAsEncodingJSON(t *testing.T) {
 		}
 	}
 	// The common chunks must take the fast path, or it is dead code.
-	for _, seed := range chunkSeeds[:3] {
+	for _, seed := range chunkSeeds[:5] { // role, text, finish, usage and its details
 		var c openai.ChatCompletionStreamResponse
 		if !readChunk([]byte(seed), &c, "") {
 			t.Errorf("readChunk gave up on a plain chunk: %s", seed)
@@ -131,6 +141,10 @@ func sameChunk(t *testing.T, data []byte) bool {
 // summary is what streamAcc reads of a chunk.
 func summary(c *openai.ChatCompletionStreamResponse) string {
 	s := fmt.Sprintf("id=%q usage=%v [", c.ID, c.Usage != nil)
+	if u := c.Usage; u != nil {
+		s = fmt.Sprintf("id=%q usage={%d %d %d %+v %+v} [", c.ID, u.PromptTokens, u.CompletionTokens, u.TotalTokens,
+			u.PromptTokensDetails, u.CompletionTokensDetails)
+	}
 	for i, ch := range c.Choices {
 		if i > 0 {
 			s += " "
