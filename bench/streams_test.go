@@ -112,7 +112,9 @@ func TestParseListenDrops(t *testing.T) {
 // Both run the same four goroutines per stream, so their stack per open
 // stream, read from each process's go_memstats_stack_inuse_bytes while
 // every stream is open, differs by 8 KB when the gateway's handler grows
-// and by well under 1 KB when it does not. Redis sessions (every stream
+// and by up to 2 KB when it does not (the stacks of the goroutines that
+// ran aside, freed but held in the runtime's pool, more under a loaded
+// machine), so the test allows 4 KB. Redis sessions (every stream
 // its own) go through the store's calls as well, and a handoff in each
 // stream through the tool chain.
 func TestStreamStackIsTheProxys(t *testing.T) {
@@ -144,7 +146,7 @@ func TestStreamStackIsTheProxys(t *testing.T) {
 		if r["dropped"] != 0 {
 			t.Errorf("%s dropped %v of 100 streams", v, r["dropped"])
 		}
-		if got := r["stack_kb"]; got > proxy+2 {
+		if got := r["stack_kb"]; got > proxy+4 {
 			t.Errorf("%s: %.1f KB of stack per open stream, the proxy %.1f: a stream's goroutine went past 7 KB deep", v, got, proxy)
 		}
 	}

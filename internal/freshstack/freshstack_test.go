@@ -44,9 +44,11 @@ func TestRunGoexitReturns(t *testing.T) {
 }
 
 // TestRunKeepsTheCallerShallow is the point of Run: a deep fn does not
-// grow the caller's stack. It compares the stack of a goroutine that ran
-// a 12 KB frame through Run with one that ran it in place, by the stack
-// memory in use while each is parked (2 KB against 16 KB).
+// grow the caller's stack. It compares the stack memory in use per parked
+// goroutine that ran a 28 KB frame through Run with one that ran it in
+// place (32 KB): at least four times less. (The figure through Run also
+// holds stacks freed to the runtime's pool, and -race starts goroutines
+// larger, so it is not compared with a fixed size.)
 func TestRunKeepsTheCallerShallow(t *testing.T) {
 	const n = 200
 	inUse := func(viaRun bool) uint64 {
@@ -74,17 +76,17 @@ func TestRunKeepsTheCallerShallow(t *testing.T) {
 		return (ms.StackInuse - before) / n
 	}
 	inPlace, viaRun := inUse(false), inUse(true)
-	if inPlace < 12<<10 {
+	if inPlace < 28<<10 {
 		t.Fatalf("a goroutine that ran deep in place holds %d bytes of stack; the test's frame is too small", inPlace)
 	}
-	if viaRun > 4<<10 {
-		t.Fatalf("a goroutine that ran deep through Run holds %d bytes of stack (in place: %d), want at most 4 KB", viaRun, inPlace)
+	if viaRun > inPlace/4 {
+		t.Fatalf("a goroutine that ran deep through Run holds %d bytes of stack, in place %d: want at most a quarter", viaRun, inPlace)
 	}
 }
 
 //go:noinline
 func deep(i int) byte {
-	var frame [12 << 10]byte
+	var frame [28 << 10]byte
 	frame[i] = byte(i)
 	return frame[i+1]
 }
