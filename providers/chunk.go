@@ -164,29 +164,31 @@ func (s *scanner) usage(c *openai.ChatCompletionStreamResponse) bool {
 		case "total_tokens":
 			return s.null() || s.integer(&u.TotalTokens)
 		case "prompt_tokens_details":
-			if s.null() {
-				return true
-			}
-			if u.PromptTokensDetails != nil {
-				return false
-			}
-			d := &openai.PromptTokensDetails{}
-			u.PromptTokensDetails = d
-			return s.counts(count{"audio_tokens", &d.AudioTokens}, count{"cached_tokens", &d.CachedTokens})
+			return details(s, &u.PromptTokensDetails, func(d *openai.PromptTokensDetails) []count {
+				return []count{{"audio_tokens", &d.AudioTokens}, {"cached_tokens", &d.CachedTokens}}
+			})
 		case "completion_tokens_details":
-			if s.null() {
-				return true
-			}
-			if u.CompletionTokensDetails != nil {
-				return false
-			}
-			d := &openai.CompletionTokensDetails{}
-			u.CompletionTokensDetails = d
-			return s.counts(count{"audio_tokens", &d.AudioTokens}, count{"reasoning_tokens", &d.ReasoningTokens},
-				count{"accepted_prediction_tokens", &d.AcceptedPredictionTokens}, count{"rejected_prediction_tokens", &d.RejectedPredictionTokens})
+			return details(s, &u.CompletionTokensDetails, func(d *openai.CompletionTokensDetails) []count {
+				return []count{{"audio_tokens", &d.AudioTokens}, {"reasoning_tokens", &d.ReasoningTokens},
+					{"accepted_prediction_tokens", &d.AcceptedPredictionTokens}, {"rejected_prediction_tokens", &d.RejectedPredictionTokens}}
+			})
 		}
 		return !foldsTo(key, "prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details", "completion_tokens_details") && s.skip(0)
 	})
+}
+
+// details reads a usage's details object into *p, null leaving it nil;
+// fields names its integer fields. A second one gives up (encoding/json
+// would merge them).
+func details[T any](s *scanner, p **T, fields func(*T) []count) bool {
+	if s.null() {
+		return true
+	}
+	if *p != nil {
+		return false
+	}
+	*p = new(T)
+	return s.counts(fields(*p)...)
 }
 
 // count is an integer field of an object, by key.
