@@ -54,7 +54,7 @@ func BenchmarkSSEEncode(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		c.Writer = &discardWriter{ResponseWriter: c.Writer}
-		w.write(&chunkDelta{Content: &text}, nil, &meta, nil)
+		w.write(&chunkDelta{Content: &text}, nil, nil, &meta, nil)
 	}
 }
 

@@ -24,12 +24,13 @@ import (
 // it against json.Marshal): a streamed answer is many small chunks, and
 // reflection and a fresh buffer per delta showed in the time to first token.
 
-// chunkDelta is a chunk's delta: its fields are omitted when empty, content
-// when nil.
+// chunkDelta is a chunk's delta but for its tool calls: its role is
+// omitted when empty, its content when nil. The tool calls are passed
+// beside it: they go through encoding/json, which would otherwise move
+// every delta's text to the heap (its pointer would leak with them).
 type chunkDelta struct {
-	Role      string           `json:"role,omitempty"`
-	Content   *string          `json:"content,omitempty"`
-	ToolCalls []streamToolCall `json:"tool_calls,omitempty"`
+	Role    string  `json:"role,omitempty"`
+	Content *string `json:"content,omitempty"`
 }
 
 // streamToolCall is a tool call as a stream delta carries it.
@@ -127,19 +128,19 @@ func (w *sse) delta(agent, text string) {
 	if !w.sentRole {
 		d.Role, w.sentRole = "assistant", true
 	}
-	w.write(&d, nil, &chunkMetadata{AgentName: agent}, nil)
+	w.write(&d, nil, nil, &chunkMetadata{AgentName: agent}, nil)
 }
 
 // handoff writes the chunk of a handoff.
 func (w *sse) handoff(ev *runtime.Event) {
 	w.agent = ev.To
-	w.write(&chunkDelta{}, nil, &chunkMetadata{AgentName: ev.To, Event: "handoff", From: ev.From, To: ev.To, ToolCallID: ev.ToolCallID}, nil)
+	w.write(&chunkDelta{}, nil, nil, &chunkMetadata{AgentName: ev.To, Event: "handoff", From: ev.From, To: ev.To, ToolCallID: ev.ToolCallID}, nil)
 }
 
 // subagent writes the chunk of a sub-agent's event. A sub-agent's work is
 // not the answer: never delta.content.
 func (w *sse) subagent(ev *runtime.Event) {
-	w.write(&chunkDelta{}, nil, &chunkMetadata{AgentName: ev.Agent, Event: subagentEvent(ev.Kind),
+	w.write(&chunkDelta{}, nil, nil, &chunkMetadata{AgentName: ev.Agent, Event: subagentEvent(ev.Kind),
 		Subagent: ev.Subagent, ToolCallID: ev.ToolCallID, Text: ev.Text}, nil)
 }
 
@@ -157,7 +158,7 @@ func (w *sse) result(res *runtime.Result) *Error {
 			if !w.sentRole {
 				d.Role, w.sentRole = "assistant", true
 			}
-			w.write(&d, nil, &chunkMetadata{AgentName: res.Agent, SessionID: w.sessionID, Event: runtime.SuspendApproval, Approvals: aps}, nil)
+			w.write(&d, nil, nil, &chunkMetadata{AgentName: res.Agent, SessionID: w.sessionID, Event: runtime.SuspendApproval, Approvals: aps}, nil)
 		} else {
 			meta.Approvals = aps
 		}
@@ -172,17 +173,18 @@ func (w *sse) result(res *runtime.Result) *Error {
 		text := res.Message.Content
 		d.Content = &text
 	}
+	var calls []streamToolCall
 	for i, tc := range res.Message.ToolCalls {
-		d.ToolCalls = append(d.ToolCalls, streamToolCall{Index: i, ToolCall: tc})
+		calls = append(calls, streamToolCall{Index: i, ToolCall: tc})
 	}
-	if d.Role != "" || d.Content != nil || d.ToolCalls != nil {
-		w.write(&d, nil, &meta, nil)
+	if d.Role != "" || d.Content != nil || calls != nil {
+		w.write(&d, calls, nil, &meta, nil)
 	}
 	reason := res.FinishReason
-	w.write(&chunkDelta{}, &reason, &meta, nil)
+	w.write(&chunkDelta{}, nil, &reason, &meta, nil)
 	if w.includeUsage {
 		u := res.Usage
-		w.write(&chunkDelta{}, nil, &meta, &u)
+		w.write(&chunkDelta{}, nil, nil, &meta, &u)
 	}
 	w.done()
 	return nil
@@ -221,9 +223,9 @@ func putEventBuf(bp *[]byte, b []byte) {
 }
 
 // write sends one chunk; a usage chunk has no choices.
-func (w *sse) write(d *chunkDelta, finish *string, meta *chunkMetadata, usage *runtime.Usage) {
+func (w *sse) write(d *chunkDelta, calls []streamToolCall, finish *string, meta *chunkMetadata, usage *runtime.Usage) {
 	bp := eventBufs.Get().(*[]byte)
-	b, err := appendChunk(append((*bp)[:0], "data: "...), w.id, w.created, w.model, d, finish, meta, usage)
+	b, err := appendChunk(append((*bp)[:0], "data: "...), w.id, w.created, w.model, d, calls, finish, meta, usage)
 	if err != nil {
 		putEventBuf(bp, *bp)
 		return
@@ -235,7 +237,7 @@ func (w *sse) write(d *chunkDelta, finish *string, meta *chunkMetadata, usage *r
 
 // appendChunk appends one chunk's JSON to b. Only tool calls, in the last
 // chunk of a run, go through encoding/json.
-func appendChunk(b []byte, id string, created int64, model string, d *chunkDelta, finish *string, meta *chunkMetadata, usage *runtime.Usage) ([]byte, error) {
+func appendChunk(b []byte, id string, created int64, model string, d *chunkDelta, calls []streamToolCall, finish *string, meta *chunkMetadata, usage *runtime.Usage) ([]byte, error) {
 	b = append(b, `{"id":`...)
 	b = jsonenc.AppendString(b, id)
 	b = append(b, `,"object":"chat.completion.chunk","created":`...)
@@ -263,12 +265,12 @@ func appendChunk(b []byte, id string, created int64, model string, d *chunkDelta
 			b = jsonenc.AppendString(b, *d.Content)
 			sep = ","
 		}
-		if len(d.ToolCalls) > 0 {
-			calls, err := json.Marshal(d.ToolCalls)
+		if len(calls) > 0 {
+			raw, err := json.Marshal(calls)
 			if err != nil {
 				return nil, err
 			}
-			b = append(append(append(b, sep...), `"tool_calls":`...), calls...)
+			b = append(append(append(b, sep...), `"tool_calls":`...), raw...)
 		}
 		// logprobs is null, as OpenAI sends it when none were asked for.
 		b = append(b, `},"logprobs":null,"finish_reason":`...)

@@ -22,10 +22,16 @@ type refChunk struct {
 }
 
 type refChoice struct {
-	Index        int        `json:"index"`
-	Delta        chunkDelta `json:"delta"`
-	Logprobs     *struct{}  `json:"logprobs"`
-	FinishReason *string    `json:"finish_reason"`
+	Index        int       `json:"index"`
+	Delta        refDelta  `json:"delta"`
+	Logprobs     *struct{} `json:"logprobs"`
+	FinishReason *string   `json:"finish_reason"`
+}
+
+type refDelta struct {
+	Role      string           `json:"role,omitempty"`
+	Content   *string          `json:"content,omitempty"`
+	ToolCalls []streamToolCall `json:"tool_calls,omitempty"`
 }
 
 func TestAppendChunkMatchesEncodingJSON(t *testing.T) {
@@ -33,6 +39,7 @@ func TestAppendChunkMatchesEncodingJSON(t *testing.T) {
 	tests := []struct {
 		name   string
 		delta  chunkDelta
+		calls  []streamToolCall
 		finish *string
 		meta   chunkMetadata
 		usage  *runtime.Usage
@@ -42,11 +49,11 @@ func TestAppendChunkMatchesEncodingJSON(t *testing.T) {
 		{name: "empty content is sent", delta: chunkDelta{Content: &empty}, meta: chunkMetadata{AgentName: "triage"}},
 		{name: "role alone", delta: chunkDelta{Role: "assistant"}, meta: chunkMetadata{AgentName: "x"}},
 		{name: "handoff", meta: chunkMetadata{AgentName: "billing", Event: "handoff", From: "triage", To: "billing", ToolCallID: "call_1"}},
-		{name: "tool calls", delta: chunkDelta{Role: "assistant", ToolCalls: []streamToolCall{
+		{name: "tool calls", delta: chunkDelta{Role: "assistant"}, calls: []streamToolCall{
 			{Index: 0, ToolCall: runtime.ToolCall{ID: "call_1", Type: "function", Function: runtime.FunctionCall{Name: "f", Arguments: `{"q":"<x>"}`}}},
 			{Index: 1, ToolCall: runtime.ToolCall{ID: "call_2", Type: "function", Function: runtime.FunctionCall{Name: "g", Arguments: "{}"}}},
-		}}, meta: chunkMetadata{AgentName: "billing", SessionID: "s-1"}},
-		{name: "content and tool calls", delta: chunkDelta{Content: &text, ToolCalls: []streamToolCall{{ToolCall: runtime.ToolCall{ID: "c", Type: "function"}}}},
+		}, meta: chunkMetadata{AgentName: "billing", SessionID: "s-1"}},
+		{name: "content and tool calls", delta: chunkDelta{Content: &text}, calls: []streamToolCall{{ToolCall: runtime.ToolCall{ID: "c", Type: "function"}}},
 			meta: chunkMetadata{AgentName: "a"}},
 		{name: "finish", finish: &stop, meta: chunkMetadata{AgentName: "billing", SessionID: "s-1"}},
 		{name: "usage", meta: chunkMetadata{AgentName: "billing", SessionID: "s-1"}, usage: &runtime.Usage{PromptTokens: 12, CompletionTokens: 3, TotalTokens: 15}},
@@ -57,7 +64,7 @@ func TestAppendChunkMatchesEncodingJSON(t *testing.T) {
 			const id, created, model = "chatcmpl-<1>", int64(1700000000), "support & co"
 			ref := refChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: model, Metadata: tt.meta, Usage: tt.usage}
 			if tt.usage == nil {
-				ref.Choices = []refChoice{{Delta: tt.delta, FinishReason: tt.finish}}
+				ref.Choices = []refChoice{{Delta: refDelta{Role: tt.delta.Role, Content: tt.delta.Content, ToolCalls: tt.calls}, FinishReason: tt.finish}}
 			} else {
 				ref.Choices = []refChoice{}
 			}
@@ -65,7 +72,7 @@ func TestAppendChunkMatchesEncodingJSON(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := appendChunk(nil, id, created, model, &tt.delta, tt.finish, &tt.meta, tt.usage)
+			got, err := appendChunk(nil, id, created, model, &tt.delta, tt.calls, tt.finish, &tt.meta, tt.usage)
 			if err != nil {
 				t.Fatalf("appendChunk: %v", err)
 			}
