@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -426,6 +427,48 @@ func TestSilentStreamClientIsDropped(t *testing.T) {
 	gw.Do(context.Background(), http.MethodGet, "/v1/sessions/"+session, nil, nil).Decode(t, &sess)
 	if len(sess.Transcript) != 2 || strings.Contains(sess.Transcript[0].Content, "stream to me") {
 		t.Errorf("the dropped stream's step was stored: %+v", sess.Transcript)
+	}
+}
+
+// TestReadingStreamClientOutlastsWriteTimeout: a client that takes its
+// stream as it comes is never dropped, however long the stream lasts. The
+// stream here lasts 1.2 s, four times stream_write_timeout (300ms), and the
+// guard moves the write deadline forward only once a sixteenth of it has
+// passed (writetimeout.go): a deadline set once, or moved too late, cuts it.
+func TestReadingStreamClientOutlastsWriteTimeout(t *testing.T) {
+	chunks := make([]string, 12)
+	for i := range chunks {
+		chunks[i] = "w" + strconv.Itoa(i) + " "
+	}
+	gw, _ := hardGateway(t, hardYAML, fakeupstream.Reply{StreamChunks: chunks, ChunkDelay: 100 * time.Millisecond})
+	body := gwtest.User("chat", "take your time")
+	body["stream"] = true
+	r := gw.Chat(body, nil)
+	if r.Status != http.StatusOK {
+		t.Fatalf("stream: status %d, body %s", r.Status, r.Body)
+	}
+	events := gwtest.SSE(t, r.Body)
+	if len(events) == 0 || events[len(events)-1] != "[DONE]" {
+		t.Fatalf("the stream did not end with [DONE]: %q", events)
+	}
+	var text strings.Builder
+	for _, e := range events[:len(events)-1] {
+		var c struct {
+			Choices []struct {
+				Delta struct {
+					Content string `json:"content"`
+				} `json:"delta"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal([]byte(e), &c); err != nil {
+			t.Fatalf("chunk %q: %v", e, err)
+		}
+		for _, ch := range c.Choices {
+			text.WriteString(ch.Delta.Content)
+		}
+	}
+	if got, want := text.String(), strings.Join(chunks, ""); got != want {
+		t.Errorf("streamed text %q, want %q", got, want)
 	}
 }
 
