@@ -186,25 +186,8 @@ func (b *bench) phase(ctx context.Context, r row, conc, n int, suffix string, rs
 	var peak int64
 	stopRSS := func() {}
 	if rss && r.p != nil {
-		done := make(chan struct{})
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			t := time.NewTicker(10 * time.Millisecond)
-			defer t.Stop()
-			for {
-				if v, err := r.p.rss(); err == nil {
-					peak = max(peak, v)
-				}
-				select {
-				case <-done:
-					return
-				case <-t.C:
-				}
-			}
-		}()
-		stopRSS = func() { close(done); wg.Wait() }
+		sampler := startRSSSampler(r.p)
+		stopRSS = func() { peak = sampler() }
 	}
 	st, err := load(ctx, conc, n, r.job)
 	stopRSS()
