@@ -14,7 +14,7 @@ import (
 // that stops reading, with its socket buffers full, would otherwise block
 // the run in a write for good, holding its session lock and its provider
 // call. So every write of a stream has a deadline, server.stream_write_timeout
-// from now (at least fifteen sixteenths of it: refreshDeadline), set on the
+// from now (up to a sixteenth more: refreshDeadline), set on the
 // connection (http.ResponseController): a write that
 // cannot finish in time fails, and the run is cancelled as on a disconnect
 // (session released, nothing of the step stored). net/http's own
@@ -43,7 +43,6 @@ type streamGuard struct {
 	// (refreshDeadline).
 	deadline time.Time
 	started  bool // the first write, which sends the headers, is done
-	pending  []byte
 	failed   bool
 }
 
@@ -88,16 +87,11 @@ func (g *streamGuard) write(b []byte) {
 	}
 	if !g.started {
 		g.started = true
-		g.pending = b
-		freshstack.Run(g.writePending)
-		g.pending = nil
+		freshstack.Run(func() { g.send(b) })
 		return
 	}
 	g.send(b)
 }
-
-// writePending writes the first event, for freshstack.Run.
-func (g *streamGuard) writePending() { g.send(g.pending) }
 
 // send writes b and flushes it.
 func (g *streamGuard) send(b []byte) {
@@ -111,16 +105,18 @@ func (g *streamGuard) send(b []byte) {
 	}
 }
 
-// refreshDeadline gives the write about to be made the whole timeout, or
-// at least fifteen sixteenths of it: setting a connection's deadline moves
-// a runtime timer, and a stream that set one for every chunk did so
-// dozens of times a second for nothing (issue 22).
+// refreshDeadline gives the write about to be made at least the whole
+// timeout: the deadline is set a sixteenth past it and moved forward only
+// once that sixteenth has gone by. Setting a connection's deadline moves a
+// runtime timer, and a stream that set one for every chunk did so dozens
+// of times a second for nothing (issue 22); a blocked write fails after
+// between the timeout and seventeen sixteenths of it.
 func (g *streamGuard) refreshDeadline() {
 	now := time.Now()
-	if g.deadline.Sub(now) >= g.timeout-g.timeout/16 {
+	if g.deadline.Sub(now) >= g.timeout {
 		return
 	}
-	g.deadline = now.Add(g.timeout)
+	g.deadline = now.Add(g.timeout + g.timeout/16)
 	_ = g.rc.SetWriteDeadline(g.deadline)
 }
 
