@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
+	"syscall"
 
 	"github.com/switchboard-ai/switchboard/graphs"
 	"github.com/switchboard-ai/switchboard/runtime"
@@ -25,13 +27,33 @@ func (c *Client) PreToolCall(ctx context.Context, hook *graphs.Hook, call *runti
 	out, err := c.post(ctx, hook.URL, hook.Timeout, b)
 	if err != nil {
 		var ue *url.Error
+		var oe *net.OpError
 		switch {
 		case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
 			return runtime.HookVerdict{}, fmt.Errorf("no answer within %s", hook.Timeout)
-		case errors.As(err, &ue):
-			return runtime.HookVerdict{}, fmt.Errorf("unreachable: %w", ue.Err)
+		case errors.As(err, &ue), errors.As(err, &oe):
+			// The network error names the hook's host and port: only
+			// what failed goes on.
+			return runtime.HookVerdict{}, fmt.Errorf("unreachable: %s", netFailure(err))
 		}
 		return runtime.HookVerdict{}, err
 	}
 	return runtime.ParseHookVerdict(out)
+}
+
+// netFailure says what failed in a network error, without the addresses
+// it holds.
+func netFailure(err error) string {
+	var dns *net.DNSError
+	var errno syscall.Errno
+	var oe *net.OpError
+	switch {
+	case errors.As(err, &dns):
+		return "its host name does not resolve"
+	case errors.As(err, &errno):
+		return errno.Error()
+	case errors.As(err, &oe):
+		return oe.Op + " failed"
+	}
+	return "the request failed"
 }

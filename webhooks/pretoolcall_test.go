@@ -53,14 +53,16 @@ func TestPreToolCall(t *testing.T) {
 		url, want string
 	}{
 		{srv.URL + "/slow", "no answer within 100ms"},
-		{closed, "unreachable: "},
+		{closed, "unreachable: connection refused"},
+		{"http://no-such-host.invalid/secret-path", "unreachable: its host name does not resolve"},
 		{srv.URL + "/missing", "not a pre_tool_call answer"}, // 200 with an empty body
 	} {
 		_, err := c.PreToolCall(context.Background(), &graphs.Hook{URL: tc.url, Timeout: 100 * time.Millisecond}, call)
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 			t.Errorf("%s: err %v, want %q", tc.url, err, tc.want)
 		}
-		if err != nil && (strings.Contains(err.Error(), "secret-path") || strings.Contains(err.Error(), "/slow")) {
+		if err != nil && (strings.Contains(err.Error(), "secret-path") || strings.Contains(err.Error(), "/slow") ||
+			strings.Contains(err.Error(), "127.0.0.1") || strings.Contains(err.Error(), "no-such-host")) {
 			t.Errorf("the error names the URL: %v", err)
 		}
 	}
