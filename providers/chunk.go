@@ -82,6 +82,9 @@ func readChunk(data []byte, c *openai.ChatCompletionStreamResponse, prevID strin
 			sawChoices = true
 			return s.null() || s.array(func() bool { return s.choice(c) })
 		case "usage":
+			if c.Usage != nil {
+				return false // a repeated key: encoding/json would merge or clear
+			}
 			return s.null() || s.usage(c)
 		case "prompt_annotations", "prompt_filter_results":
 			return s.null()
@@ -181,11 +184,11 @@ func (s *scanner) usage(c *openai.ChatCompletionStreamResponse) bool {
 // fields names its integer fields. A second one gives up (encoding/json
 // would merge them).
 func details[T any](s *scanner, p **T, fields func(*T) []count) bool {
-	if s.null() {
-		return true
-	}
 	if *p != nil {
 		return false
+	}
+	if s.null() {
+		return true
 	}
 	*p = new(T)
 	return s.counts(fields(*p)...)
