@@ -170,6 +170,13 @@ func (s *memSession) holds(lease runtime.Lease) bool {
 // Save writes w under lease and returns the new version; with w.Release it
 // then gives the lock back.
 func (m *Memory) Save(ctx context.Context, key runtime.SessionKey, lease runtime.Lease, w runtime.Write) (int64, error) {
+	// The write's size is measured before the store's lock is taken: it
+	// needs nothing the lock guards, and encoding the messages (aside, on
+	// a goroutine of its own) would hold every other call of the store.
+	add, err := jsonSize(w.Messages)
+	if err != nil {
+		return 0, fmt.Errorf("save session: %w", err)
+	}
 	if err := m.begin(ctx, "save"); err != nil {
 		return 0, err
 	}
@@ -182,10 +189,6 @@ func (m *Memory) Save(ctx context.Context, key runtime.SessionKey, lease runtime
 	size := s.bytes
 	if w.Replace {
 		size = 0
-	}
-	add, err := jsonSize(w.Messages)
-	if err != nil {
-		return 0, fmt.Errorf("save session: %w", err)
 	}
 	if size+add > m.maxBytes {
 		return 0, fmt.Errorf("save session: %w: %d bytes, over the limit of %d", runtime.ErrSessionTooLarge, size+add, m.maxBytes)
