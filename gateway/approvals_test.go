@@ -410,6 +410,37 @@ func TestApprovalExpires(t *testing.T) {
 	}
 }
 
+// A new message after approval_ttl: the pending call was already rejected
+// as expired, and its result and count say expired, not that the user
+// moved on.
+func TestExpiredApprovalThenNewMessage(t *testing.T) {
+	fake := fakeupstream.New(t,
+		fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("r1", "escalate_refund", `{"orderId":"o-1"}`)}},
+		fakeupstream.Reply{Text: "Something else, then."},
+	)
+	fake.SetStrict(true)
+	tools := newToolServer(t)
+	yaml := strings.Replace(gatedYAML("memory://"), "    max_steps: 6\n", "    max_steps: 6\n    approval_ttl: 1s\n", 1)
+	gw := gwtest.Start(t, yaml, map[string]string{"FAKE_URL": fake.URL, "TOOLS_URL": tools.URL})
+	id := newSessionID(t)
+	paused(t, gw, gwtest.User("support", "refund"), acme(id), "escalate_refund", `{"orderId":"o-1"}`)
+	time.Sleep(2 * time.Second) // expiresAt is in whole seconds
+	if c := completion(t, gw, gwtest.User("support", "never mind"), acme(id)); c.Text() != "Something else, then." {
+		t.Fatalf("%q", c.Text())
+	}
+	res := toolResults(fake.Requests()[1])["r1"]
+	if errorCode(t, res) != "rejected" || !strings.Contains(res, `"expired"`) || strings.Contains(res, "new message") {
+		t.Errorf("result %q, want the expired rejection", res)
+	}
+	metrics := string(gw.Do(context.Background(), http.MethodGet, "/metrics", nil, nil).Body)
+	if want := `switchboard_permission_decisions_total{decision="expired",graph="support",tool="escalate_refund"} 1`; !strings.Contains(metrics, want) {
+		t.Errorf("/metrics lacks %s", want)
+	}
+	if strings.Contains(metrics, `decision="rejected",graph="support",tool="escalate_refund"`) {
+		t.Errorf("an expired approval was counted rejected")
+	}
+}
+
 // A decided approval is kept for approval_ttl after its decision (deciding
 // it again is 409), then the session's next save drops it (404). An
 // expired one counts as expired.

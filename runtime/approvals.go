@@ -85,6 +85,12 @@ func (a *Approval) expire(now time.Time) {
 	}
 }
 
+// expired reports whether a was rejected because approval_ttl passed
+// (expire), and not by an approver, whose reason may be any text.
+func (a *Approval) expired() bool {
+	return a.Status == ApprovalRejected && a.Reason == rejectedExpired && a.DecidedAt == a.ExpiresAt
+}
+
 // pruneApprovals drops the approvals whose decision answered its call
 // (Used) at least ttl ago, but those remembered, which a handoff clears:
 // until then deciding one again is 409, afterwards 404. It reports
@@ -211,11 +217,19 @@ func (rn *run) moveOn(ctx context.Context) {
 		}
 		msg := rejectedNewMessage
 		if a := rn.approvalFor(c.ID); a != nil {
-			if a.Status == ApprovalPending {
-				a.Status, a.Reason, a.DecidedAt = ApprovalRejected, rejectedNewMessage, time.Now().Unix()
+			// One past approval_ttl was rejected as expired, whatever the
+			// request brings: its call's result and count say so.
+			now := time.Now()
+			a.expire(now)
+			decision := DecisionRejected
+			switch {
+			case a.Status == ApprovalPending:
+				a.Status, a.Reason, a.DecidedAt = ApprovalRejected, rejectedNewMessage, now.Unix()
+			case a.expired():
+				decision, msg = DecisionExpired, a.Reason
 			}
 			a.Used = true
-			rn.recordDecision(ctx, c.Function.Name, DecisionRejected, SourceApprover)
+			rn.recordDecision(ctx, c.Function.Name, decision, SourceApprover)
 		} else if rn.classify(c).kind == callClient {
 			continue
 		}

@@ -74,7 +74,7 @@ func (g permissionGate) InterceptTool(next ToolFunc) ToolFunc {
 			case ApprovalRejected:
 				msg := held.Reason
 				inv.perm = &permDecision{DecisionRejected, SourceApprover}
-				if msg == rejectedExpired {
+				if held.expired() {
 					inv.perm.decision = DecisionExpired
 				}
 				if msg == "" {
