@@ -3,6 +3,7 @@ package providers
 import (
 	"bytes"
 	"encoding/json"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -345,8 +346,12 @@ func (s *scanner) plainString() ([]byte, bool) {
 	return nil, false
 }
 
-// str reads a string value: a plain one directly, any other through
-// encoding/json, so that escapes and invalid UTF-8 read exactly as there.
+// str reads a string value: a plain one directly, one with escapes by
+// unescape, and any other (invalid UTF-8, a lone surrogate) through
+// encoding/json, so that it reads exactly as there. Escapes are common (a
+// line break in the text), and encoding/json goes 1.4 KB deeper than the
+// scanner, under a stream's read loop, where the goroutine must stay
+// under 7 KB deep to keep an 8 KB stack (issue 22).
 func (s *scanner) str() (string, bool) {
 	if raw, ok := s.plainString(); ok {
 		return string(raw), true
@@ -355,11 +360,98 @@ func (s *scanner) str() (string, bool) {
 	if !s.skipString() {
 		return "", false
 	}
+	if v, ok := unescape(s.b[start+1 : s.i-1]); ok {
+		return v, true
+	}
 	var v string
 	if json.Unmarshal(s.b[start:s.i], &v) != nil {
 		return "", false
 	}
 	return v, true
+}
+
+// unescape decodes the inside of a JSON string that skipString accepted.
+// It gives up (false) on invalid UTF-8 and on a \u escape of a surrogate
+// that is not half of a valid pair, which encoding/json replaces.
+func unescape(raw []byte) (string, bool) {
+	out := make([]byte, 0, len(raw))
+	for i := 0; i < len(raw); {
+		c := raw[i]
+		switch {
+		case c == '\\':
+			if i+1 >= len(raw) {
+				return "", false
+			}
+			switch e := raw[i+1]; e {
+			case '"', '\\', '/':
+				out = append(out, e)
+			case 'b':
+				out = append(out, '\b')
+			case 'f':
+				out = append(out, '\f')
+			case 'n':
+				out = append(out, '\n')
+			case 'r':
+				out = append(out, '\r')
+			case 't':
+				out = append(out, '\t')
+			case 'u':
+				r, ok := hex4(raw[i+2:])
+				if !ok {
+					return "", false
+				}
+				i += 6
+				if utf16.IsSurrogate(r) {
+					if len(raw) < i+6 || raw[i] != '\\' || raw[i+1] != 'u' {
+						return "", false
+					}
+					r2, ok := hex4(raw[i+2:])
+					if r = utf16.DecodeRune(r, r2); !ok || r == utf8.RuneError {
+						return "", false
+					}
+					i += 6
+				}
+				out = utf8.AppendRune(out, r)
+				continue
+			default:
+				return "", false
+			}
+			i += 2
+		case c < utf8.RuneSelf:
+			out = append(out, c)
+			i++
+		default:
+			r, n := utf8.DecodeRune(raw[i:])
+			if r == utf8.RuneError && n == 1 {
+				return "", false
+			}
+			out = append(out, raw[i:i+n]...)
+			i += n
+		}
+	}
+	return string(out), true
+}
+
+// hex4 reads the four hex digits of a \u escape.
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		case 'A' <= c && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
 }
 
 // skipString consumes a valid string.

@@ -3,6 +3,7 @@ package providers
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"testing"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -25,6 +26,11 @@ var chunkSeeds = []string{
 	`{"id":"x","choices":[],"usage":{"total_tokens":3},"usage":{"prompt_tokens":1}}`,
 	`{"id":"x","choices":[],"usage":[]}`,
 	`{"id":"x","choices":[],"usage":{"total_tokens":3},"usage":null}`,
+	`{"id":"x","choices":[{"index":0,"delta":{"content":"line one\nline two\t\"quoted\" \\ back \/ slash \u00e9\u4e16 \ud83d\ude00 \u0041"}}]}`,
+	`{"id":"x","choices":[{"delta":{"content":"lone \ud83d surrogate"}}]}`,
+	`{"id":"x","choices":[{"delta":{"content":"lone \ude00 low, then \ud83d\u0041"}}]}`,
+	`{"id":"x","choices":[{"delta":{"content":"bad \u12G4 hex"}}]}`,
+	`{"id":"x","choices":[{"delta":{"content":"é \xff with an escape\n"}}]}`,
 	`{"id":"x","choices":[],"usage":{"prompt_tokens_details":{"cached_tokens":1},"prompt_tokens_details":null}}`,
 	`{"id":"x","choices":[],"usage":{"completion_tokens_details":{"reasoning_tokens":1},"completion_tokens_details":null}}`,
 	`{"id":"x","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"f","arguments":"{}"}}]}}]}`,
@@ -72,7 +78,11 @@ func TestDecodeChunkReadsAsEncodingJSON(t *testing.T) {
 		}
 	}
 	// The common chunks must take the fast path, or it is dead code.
-	for _, seed := range chunkSeeds[:5] { // role, text, finish, usage and its details
+	escaped := ` { "id" : "x" , "choices" : [ { "index" : 0 , "delta" : { "content" : "a\nb \"q\" \u00e9\ud83d\ude00" } } ] } `
+	if !slices.Contains(chunkSeeds, escaped) {
+		t.Fatal("the escaped seed is gone")
+	}
+	for _, seed := range append(chunkSeeds[:5:5], escaped) { // role, text, finish, usage and its details, escaped text
 		var c openai.ChatCompletionStreamResponse
 		if !readChunk([]byte(seed), &c, "") {
 			t.Errorf("readChunk gave up on a plain chunk: %s", seed)
@@ -155,4 +165,57 @@ func summary(c *openai.ChatCompletionStreamResponse) string {
 		s += fmt.Sprintf("{%d %q %q %d}", ch.Index, ch.Delta.Content, ch.FinishReason, len(ch.Delta.ToolCalls))
 	}
 	return s + "]"
+}
+
+// TestUnescapeReadsAsEncodingJSON: the escapes a model's text is full of
+// (line breaks, quotes, \u escapes and surrogate pairs) are decoded by
+// unescape, on the stream's goroutine, to what encoding/json reads; what
+// it is not sure of (a lone surrogate, invalid UTF-8) it leaves to it.
+func TestUnescapeReadsAsEncodingJSON(t *testing.T) {
+	for _, c := range []struct {
+		raw  string
+		fast bool
+	}{
+		{`line one\nline two\t\"quoted\" \\ back \/ slash \u00e9\u4E16 \ud83d\ude00 \u0041 \b\f\r`, true},
+		{`plain`, true},
+		{`héllo \n 世界`, true},
+		{`lone \ud83d surrogate`, false},
+		{`lone \ude00 low`, false},
+		{`\ud83d\u0041`, false},
+		{"bad \xff byte\\n", false},
+	} {
+		got, ok := unescape([]byte(c.raw))
+		if ok != c.fast {
+			t.Errorf("%q: unescape ok = %v, want %v", c.raw, ok, c.fast)
+		}
+		var want string
+		if err := json.Unmarshal([]byte(`"`+c.raw+`"`), &want); err != nil {
+			t.Fatalf("%q: %v", c.raw, err)
+		}
+		if ok && got != want {
+			t.Errorf("%q: unescape %q, encoding/json %q", c.raw, got, want)
+		}
+	}
+}
+
+// FuzzUnescape holds unescape to encoding/json on any string it accepts.
+func FuzzUnescape(f *testing.F) {
+	for _, s := range []string{`a\nb`, `\u00e9\ud83d\ude00`, `\ud83d`, "x\xff"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		got, ok := unescape(raw)
+		if !ok {
+			return
+		}
+		var want string
+		if err := json.Unmarshal(append(append([]byte{'"'}, raw...), '"'), &want); err != nil {
+			// unescape reads only what skipString accepted: a quote or a
+			// control byte inside is not its input.
+			return
+		}
+		if got != want {
+			t.Fatalf("%q: unescape %q, encoding/json %q", raw, got, want)
+		}
+	})
 }
