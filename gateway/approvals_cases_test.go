@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -87,23 +88,22 @@ func TestApprovalSurvivesRestart(t *testing.T) {
 
 // Two decisions of one approval sent at once: exactly one is recorded
 // (200), the other is 409, whichever comes second; the recorded decision
-// is the one the 200 returned.
+// is the one the 200 returned, and the resumed run carries it out.
 func TestApprovalConcurrentDecisions(t *testing.T) {
 	stores(t, func(t *testing.T, storeURL string) {
 		const rounds = 3
 		var replies []fakeupstream.Reply
 		replies = append(replies, fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("c1", "transfer_to_billing", `{}`)}})
-		for range rounds {
-			replies = append(replies, fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("l1", "lookup_charges", `{}`)}})
+		for round := range rounds {
+			call := "l" + strconv.Itoa(round)
+			replies = append(replies, fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall(call, "lookup_charges", `{}`)}},
+				fakeupstream.Reply{Text: "done " + call})
 		}
-		gw, _, _ := gatedDesk(t, storeURL, replies...)
+		gw, fake, _ := gatedDesk(t, storeURL, replies...)
 		id := newSessionID(t)
 		for round := range rounds {
-			text := "charges?"
-			if round > 0 {
-				text = "again?" // rejects the last round's approval, pauses anew
-			}
-			a := paused(t, gw, gwtest.User("support", text), acme(id), "lookup_charges", `{}`)
+			call := "l" + strconv.Itoa(round)
+			a := paused(t, gw, gwtest.User("support", "charges?"), acme(id), "lookup_charges", `{}`)
 			start := make(chan struct{})
 			var wg sync.WaitGroup
 			res := make([]*gwtest.Response, 2)
@@ -137,6 +137,16 @@ func TestApprovalConcurrentDecisions(t *testing.T) {
 			_, s := getSessionAs(t, gw, id, acme(id))
 			if len(s.PendingApprovals) != 0 || (won.Status != "approved" && won.Status != "rejected") {
 				t.Fatalf("round %d: won %+v, still pending %+v", round, won, s.PendingApprovals)
+			}
+			// Resumed, the call runs if the winner approved it, else its
+			// result is the rejection.
+			if c := completion(t, gw, emptyTurn(), acme(id)); c.Text() != "done "+call {
+				t.Fatalf("round %d: resumed to %q", round, c.Text())
+			}
+			reqs := fake.Requests()
+			result := toolResults(reqs[len(reqs)-1])[call]
+			if rejected := errorCode(t, result) == "rejected"; rejected != (won.Status == "rejected") {
+				t.Errorf("round %d: the 200 said %s, the call's result is %q", round, won.Status, result)
 			}
 		}
 	})
@@ -406,8 +416,12 @@ func TestApprovalGatesMemoryAndMCPTools(t *testing.T) {
 			t.Errorf("refunds %v", refunds)
 		}
 		var facts memoryBody
-		gw.Do(context.Background(), http.MethodGet, "/v1/memory/notes?session="+id, nil, nil).Decode(t, &facts)
-		if len(facts.Facts) != 0 {
+		mr := gw.Do(context.Background(), http.MethodGet, "/v1/memory/notes?session="+id, nil, nil)
+		if mr.Status != http.StatusOK {
+			t.Fatalf("GET memory notes: %d %s", mr.Status, mr.Body)
+		}
+		mr.Decode(t, &facts)
+		if facts.Slot != "notes" || facts.Facts == nil || len(facts.Facts) != 0 {
 			t.Errorf("a denied remember stored %v", facts.Facts)
 		}
 	})
