@@ -122,19 +122,42 @@ func hook(r *rawHTTP, def time.Duration, where string, p *problems) *Hook {
 	return h
 }
 
-// FirstRule returns the rule that would decide a call of tool by agent a
-// in g when its condition holds: the first, graph's rules first, whose
-// tool matches; nil when none does (the call is allowed). Diagrams and
-// `validate` use it to mark the handoffs a rule gates.
-func (g *Graph) FirstRule(a *Agent, tool string) *Rule {
+// Strictness orders actions: deny > ask > allow.
+func (a Action) Strictness() int {
+	switch a {
+	case ActionDeny:
+		return 2
+	case ActionAsk:
+		return 1
+	}
+	return 0
+}
+
+// Gate returns the rule with the strictest action the rules could take on
+// a call of tool by agent a in g, whatever the request: the rules that
+// match tool are read in order, graph's first, up to the first without a
+// condition, which decides every call that gets to it; of those, the
+// first with the strictest action. nil when none matches (the call is
+// allowed). Diagrams and `validate` use it to mark what a rule gates: a
+// conditional allow before a deny still leaves the deny for every request
+// the condition misses.
+func (g *Graph) Gate(a *Agent, tool string) *Rule {
+	var worst *Rule
 	for _, rules := range [][]Rule{g.Permissions, a.Permissions} {
 		for i := range rules {
-			if r := &rules[i]; r.matchesTool(tool) {
-				return r
+			r := &rules[i]
+			if !r.matchesTool(tool) {
+				continue
+			}
+			if worst == nil || r.Action.Strictness() > worst.Action.Strictness() {
+				worst = r
+			}
+			if r.When == nil {
+				return worst
 			}
 		}
 	}
-	return nil
+	return worst
 }
 
 // gateNote is how a diagram or `validate` marks a handoff a rule gates:
@@ -142,7 +165,7 @@ func (g *Graph) FirstRule(a *Agent, tool string) *Rule {
 // metadata.plan=pro"); empty when the first matching rule allows or none
 // matches.
 func gateNote(g *Graph, a *Agent, h *Handoff) string {
-	r := g.FirstRule(a, h.ToolName)
+	r := g.Gate(a, h.ToolName)
 	if r == nil || r.Action == ActionAllow {
 		return ""
 	}

@@ -596,3 +596,42 @@ graphs:
 		t.Errorf("problems (-want +got):\n%s", diff)
 	}
 }
+
+// Gate, which diagrams and `validate` mark handoffs with, reads past a
+// conditional rule: a conditional allow before a deny leaves the deny for
+// every request the condition misses; an unconditional rule ends the
+// search.
+func TestGateReadsPastConditions(t *testing.T) {
+	yaml := `
+providers: {p: {base_url: "http://127.0.0.1:1/v1"}}
+agents:
+  a: {model: p/m, handoffs: [b]}
+  b: {model: p/m, description: billing}
+graphs:
+  g:
+    lead: a
+    permissions:
+      - {tool: "transfer_*", action: allow, when: {metadata: {plan: pro}}}
+      - {tool: transfer_to_b, action: deny}
+      - {tool: lookup, action: allow}
+      - {tool: lookup, action: deny}
+      - {tool: "ask_*", action: ask, when: {metadata: {plan: free}}}
+`
+	set, err := Parse([]byte(yaml), nil, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := set.Graphs["g"]
+	for tool, want := range map[string]Action{"transfer_to_b": ActionDeny, "lookup": ActionAllow, "ask_x": ActionAsk, "other": ""} {
+		var got Action
+		if r := g.Gate(g.Lead, tool); r != nil {
+			got = r.Action
+		}
+		if got != want {
+			t.Errorf("Gate(%s) = %q, want %q", tool, got, want)
+		}
+	}
+	if note := gateNote(g, g.Lead, g.Lead.Handoffs[0]); note != "deny" {
+		t.Errorf("gateNote = %q, want deny", note)
+	}
+}

@@ -118,7 +118,7 @@ func (g permissionGate) decide(ctx context.Context, inv *ToolInvocation, next To
 	}
 	// The hook is asked first; a rule changes its decision only when it is
 	// stricter.
-	if hooked && strictness(verdict.Action) >= strictness(action) {
+	if hooked && verdict.Action.Strictness() >= action.Strictness() {
 		action, source = verdict.Action, SourceHook
 	}
 	switch action {
@@ -152,17 +152,6 @@ func (g permissionGate) decide(ctx context.Context, inv *ToolInvocation, next To
 	}
 	inv.perm = &permDecision{DecisionAllowed, source}
 	return next(ctx, inv)
-}
-
-// strictness orders actions: deny > ask > allow.
-func strictness(a graphs.Action) int {
-	switch a {
-	case graphs.ActionDeny:
-		return 2
-	case graphs.ActionAsk:
-		return 1
-	}
-	return 0
 }
 
 // decideRules reads the graph's rules, then the agent's; no match allows.

@@ -174,23 +174,10 @@ func clip(s string) string {
 // them for a given request). A rule with `when` may apply, so its ask or
 // deny counts too. "" when no rule can ask or deny.
 func gate(g *graphs.Graph, a *graphs.Agent, tool string) graphs.Action {
-	var worst graphs.Action
-	for _, rules := range [][]graphs.Rule{g.Permissions, a.Permissions} {
-		for _, r := range rules {
-			bare := r
-			bare.When = nil
-			if !bare.Matches(tool, nil, "") {
-				continue
-			}
-			if r.Action == graphs.ActionDeny || r.Action == graphs.ActionAsk && worst == "" {
-				worst = r.Action
-			}
-			if r.When == nil {
-				return worst
-			}
-		}
+	if r := g.Gate(a, tool); r != nil && r.Action != graphs.ActionAllow {
+		return r.Action
 	}
-	return worst
+	return ""
 }
 
 // boxSide is the left or right side of a box.
