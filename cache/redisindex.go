@@ -41,9 +41,15 @@ func indexKey(principal string) string { return "sb:idx:{" + escape(principal) +
 // index queues key's index update for a save at now on p: one script
 // (luaIndex), whatever the index holds; indexed checks its answer.
 func (s *Redis) index(ctx context.Context, p redis.Pipeliner, key runtime.SessionKey, now time.Time) *redis.Cmd {
+	keys, args := s.indexArgs(key, now)
+	return s.scripts.index.EvalSha(ctx, p, keys, args...)
+}
+
+// indexArgs are luaIndex's KEYS and ARGV for a save of key at now.
+func (s *Redis) indexArgs(key runtime.SessionKey, now time.Time) ([]string, []any) {
 	ms := now.UnixMilli()
-	return s.scripts.index.EvalSha(ctx, p, []string{indexKey(key.Principal)},
-		ms, key.ID, ms-s.opts.SessionTTL.Milliseconds(), maxListed, s.opts.SessionTTL.Milliseconds())
+	return []string{indexKey(key.Principal)},
+		[]any{ms, key.ID, ms - s.opts.SessionTTL.Milliseconds(), maxListed, s.opts.SessionTTL.Milliseconds()}
 }
 
 // indexed checks the index update sent with a save: a Redis that does not
@@ -53,9 +59,8 @@ func (s *Redis) indexed(ctx context.Context, cmd *redis.Cmd, key runtime.Session
 	if cmd == nil || cmd.Err() == nil || !redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
 		return
 	}
-	ms := now.UnixMilli()
-	_ = s.scripts.index.Run(ctx, s.client, []string{indexKey(key.Principal)},
-		ms, key.ID, ms-s.opts.SessionTTL.Milliseconds(), maxListed, s.opts.SessionTTL.Milliseconds()).Err()
+	keys, args := s.indexArgs(key, now)
+	_ = s.scripts.index.Run(ctx, s.client, keys, args...).Err()
 }
 
 // luaIndex: KEYS = the principal's index; ARGV = the write's time (unix

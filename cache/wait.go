@@ -98,12 +98,8 @@ func (s *Redis) runSave(ctx context.Context, key runtime.SessionKey, args []any,
 		return nil, fmt.Errorf("the save reached %d of the %d replicas store.wait_replicas asks for", acked, n)
 	}
 	if ok {
-		var idx *redis.Cmd
-		_, _ = s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-			idx = s.index(ctx, p, key, now)
-			return nil
-		})
-		s.indexed(ctx, idx, key, now)
+		keys, args := s.indexArgs(key, now)
+		_ = s.scripts.index.Run(ctx, s.client, keys, args...).Err() // go-redis sends the script on NOSCRIPT
 	}
 	return r, nil
 }

@@ -22,11 +22,12 @@ import (
 // connections per host so that concurrent runs reuse them, and a response
 // header timeout equal to the provider's timeout.
 //
-// An HTTP/1.1 connection keeps net/http's default 4 KB write buffer for as
-// long as it lives, a whole stream included. A 32 KB one, which sent a
-// 200-turn body in one write, was a third of what an open stream cost the
-// gateway (issue 22); a body over 4 KB now leaves in two writes, the second
-// through a transient buffer of its size.
+// An HTTP/1.1 connection keeps its write buffer for as long as it lives, a
+// whole stream included, and uses it only while a request leaves. A 32 KB
+// one, which sent a 200-turn body in one write, was a third of what an
+// open stream cost the gateway (issue 22); it is writeBuffer (1 KB), and a
+// body over that leaves in two writes, the second through a transient
+// buffer of its size.
 func newTransport(timeout time.Duration) *http.Transport {
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 	return &http.Transport{

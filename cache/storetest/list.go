@@ -112,9 +112,11 @@ func testListIsolation(t *testing.T, open NewStore) {
 	}
 	// "a:b" + "c" and "a" + "b:c" name different sessions of different
 	// principals (see cache/keys.go): neither lists the other's.
-	odd := principal() + ":x"
-	write(t, s, keyOf(t, s, odd, "c"), runtime.Write{Messages: numbered("odd", 1)})
-	wantList(t, s, odd[:len(odd)-2], 10, start, []listed{})
+	base := principal()
+	write(t, s, keyOf(t, s, base, "x:c"), runtime.Write{Messages: numbered("base", 1), ActiveAgent: "base"})
+	write(t, s, keyOf(t, s, base+":x", "c"), runtime.Write{Messages: numbered("odd", 1), ActiveAgent: "odd"})
+	wantList(t, s, base, 10, start, []listed{{"x:c", "base", 1}})
+	wantList(t, s, base+":x", 10, start, []listed{{"c", "odd", 1}})
 }
 
 // Deleted and expired sessions are not listed.
