@@ -102,7 +102,7 @@ func pruneApprovals(list []Approval, ttl time.Duration, now time.Time) ([]Approv
 		if at == 0 {
 			at = a.ExpiresAt // decided before decidedAt was recorded
 		}
-		if a.Used && !a.Remember && time.Unix(at, 0).Add(ttl).Before(now) {
+		if a.Used && !(a.Remember && a.Status == ApprovalApproved) && time.Unix(at, 0).Add(ttl).Before(now) {
 			continue
 		}
 		out = append(out, a)
@@ -266,11 +266,20 @@ func (rn *run) notifyApprovals(ctx context.Context) {
 	}
 	payload := approvalNotice{SessionID: rn.req.SessionID, Principal: rn.req.Principal, Graph: rn.graph.Name, Approvals: rn.asked}
 	hooks, log := rn.opts.Hooks, rn.log
+	// A WaitGroup may not grow once Wait may be waiting on it: a pause
+	// saved while the gateway shuts down is logged, not notified.
+	rn.notifyMu.Lock()
+	if rn.notifyDone {
+		rn.notifyMu.Unlock()
+		log.Warn("on_approval_required not called: shutting down", "session", payload.SessionID)
+		return
+	}
+	rn.notifying.Add(1)
+	rn.notifyMu.Unlock()
 	// The reply may be sent before it answers; a Wait whose time is up
 	// cancels it.
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(rn.notifyStop, cancel)
-	rn.notifying.Add(1)
 	go func() {
 		defer rn.notifying.Done()
 		defer stop()
@@ -291,9 +300,13 @@ type approvalNotice struct {
 
 // Wait waits until the Runner's on_approval_required calls in flight are
 // done (each is bounded by its hook's timeout), or until ctx is done, when
-// it cancels those still in flight and waits for them to return. Call it
-// before the process (or a test) ends.
+// it cancels those still in flight and waits for them to return. No call
+// starts once Wait has begun. Call it before the process (or a test) ends,
+// once the Runner serves no more requests.
 func (r *Runner) Wait(ctx context.Context) {
+	r.notifyMu.Lock()
+	r.notifyDone = true
+	r.notifyMu.Unlock()
 	done := make(chan struct{})
 	go func() {
 		r.notifying.Wait()

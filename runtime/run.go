@@ -55,6 +55,8 @@ type Runner struct {
 	// notifying counts on_approval_required calls in flight (Wait);
 	// stopNotify cancels them.
 	notifying  sync.WaitGroup
+	notifyMu   sync.Mutex // guards notifyDone against notifying.Add
+	notifyDone bool       // Wait has begun: no call starts any more
 	notifyStop context.Context
 	stopNotify context.CancelFunc
 }
