@@ -300,7 +300,6 @@ type responsesSSE struct {
 	c       *gin.Context
 	stream  *streamGuard // every write goes through it
 	started bool
-	buf     []byte
 }
 
 func (w *responsesSSE) send(typ string, ev any) {
@@ -310,13 +309,12 @@ func (w *responsesSSE) send(typ string, ev any) {
 	}
 	if !w.started {
 		w.started = true
-		h := w.c.Writer.Header()
-		h.Set("Content-Type", "text/event-stream")
-		h.Set("Cache-Control", "no-cache")
-		h.Set("Connection", "keep-alive")
-		h.Set("X-Accel-Buffering", "no")
-		w.c.Writer.WriteHeader(http.StatusOK)
+		startEventStream(w.c)
 	}
-	w.buf = append(append(append(append(append(w.buf[:0], "event: "...), typ...), "\ndata: "...), b...), "\n\n"...)
-	w.stream.write(w.buf)
+	// The event's buffer comes from the pool the chat stream's do (issue
+	// 22): a stream kept its own, as large as its largest event.
+	bp := eventBufs.Get().(*[]byte)
+	buf := append(append(append(append(append((*bp)[:0], "event: "...), typ...), "\ndata: "...), b...), "\n\n"...)
+	w.stream.write(buf)
+	putEventBuf(bp, buf)
 }

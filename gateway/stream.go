@@ -333,10 +333,16 @@ func (w *sse) begin() {
 		return
 	}
 	w.started = true
-	h := w.c.Writer.Header()
+	startEventStream(w.c)
+}
+
+// startEventStream sets the headers of an event stream (chat completions
+// and Responses) and its status, which leave with its first event.
+func startEventStream(c *gin.Context) {
+	h := c.Writer.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("Connection", "keep-alive")
 	h.Set("X-Accel-Buffering", "no")
-	w.c.Writer.WriteHeader(http.StatusOK)
+	c.Writer.WriteHeader(http.StatusOK)
 }
