@@ -152,7 +152,8 @@ func damage(err error) string {
 // reader), which from a save inside the run loop is past the 7 KB that
 // keeps a goroutine's stack at 8 KB: one save, and the stream held 16 KB
 // of stack to its end (issue 22). So they run aside (freshstack), on a
-// goroutine of their own, for about a microsecond against a round trip.
+// goroutine of their own: a few microseconds (a goroutine's start and its
+// stack's growth) against a round trip.
 
 // Acquire takes key's lock and loads its state.
 func (s *Redis) Acquire(ctx context.Context, key runtime.SessionKey) (sess *runtime.Session, lease runtime.Lease, err error) {

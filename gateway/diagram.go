@@ -21,7 +21,7 @@ const diagramSuffix = "/diagram.svg"
 func (s *Server) graphDiagram(c *gin.Context) {
 	model, ok := strings.CutSuffix(strings.TrimPrefix(c.Param("path"), "/"), diagramSuffix)
 	if !ok || model == "" {
-		s.abort(c, &Error{Status: http.StatusNotFound, Code: "not_found", Message: "no route " + c.Request.Method + " " + c.Request.URL.Path})
+		s.abort(c, errNoRoute(c))
 		return
 	}
 	g, ok := s.cfg.Graphs[model]

@@ -121,7 +121,7 @@ func New(opts Options) *Server {
 				return
 			}
 		}
-		s.abort(c, &Error{Status: http.StatusNotFound, Code: "not_found", Message: "no route " + c.Request.Method + " " + c.Request.URL.Path})
+		s.abort(c, errNoRoute(c))
 	})
 	e.NoMethod(func(c *gin.Context) {
 		if strings.HasPrefix(c.Request.URL.Path, "/v1/") {
@@ -249,4 +249,9 @@ func (s *Server) getModel(c *gin.Context) {
 		return
 	}
 	c.JSON(http.StatusOK, s.model(g))
+}
+
+// errNoRoute is the 404 of a request no route serves.
+func errNoRoute(c *gin.Context) *Error {
+	return &Error{Status: http.StatusNotFound, Code: "not_found", Message: "no route " + c.Request.Method + " " + c.Request.URL.Path}
 }
