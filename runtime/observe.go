@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/switchboard-ai/switchboard/telemetry/genai"
 )
@@ -24,9 +25,28 @@ type observer struct {
 	metrics        Metrics
 	log            *slog.Logger
 	captureContent bool
+	// quiet is set when the tracer provider records nothing (no exporter
+	// configured): a span is then not even started, for starting one
+	// still allocated its name, its options and the context that carries
+	// it, on every agent and model call of every request (issue 22).
+	quiet bool
 }
 
+// quietSpan is what the observer's spans are when it is quiet: it
+// records nothing, and ending it does nothing.
+var quietSpan = trace.SpanFromContext(context.Background())
+
 var _ Interceptor = (*observer)(nil)
+
+// quietProvider reports whether tp records nothing, as the no-op provider
+// the gateway runs with when no exporter is configured.
+func quietProvider(tp trace.TracerProvider) bool {
+	switch tp.(type) {
+	case noop.TracerProvider, *noop.TracerProvider:
+		return true
+	}
+	return false
+}
 
 // InterceptRun adds nothing: a run's span is the request's, the gateway's.
 func (o *observer) InterceptRun(next RunFunc) RunFunc { return next }
@@ -48,6 +68,9 @@ func (o *observer) InterceptAgent(next AgentFunc) AgentFunc {
 }
 
 func (o *observer) startAgent(ctx context.Context, call *AgentCall) (context.Context, trace.Span) {
+	if o.quiet {
+		return ctx, quietSpan
+	}
 	ctx, span := o.tracer.Start(ctx, "invoke_agent "+call.Agent.Name, trace.WithSpanKind(trace.SpanKindInternal))
 	if span.IsRecording() {
 		span.SetAttributes(
@@ -73,6 +96,9 @@ func (o *observer) InterceptModel(next ModelFunc) ModelFunc {
 }
 
 func (o *observer) startModel(ctx context.Context, call *ModelCall) (context.Context, trace.Span) {
+	if o.quiet {
+		return ctx, quietSpan
+	}
 	ref := call.Request.Model
 	ctx, span := o.tracer.Start(ctx, "chat "+ref.Model, trace.WithSpanKind(trace.SpanKindClient))
 	if span.IsRecording() {
@@ -152,6 +178,9 @@ func (o *observer) InterceptTool(next ToolFunc) ToolFunc {
 
 // startTool starts a tool call's span.
 func (o *observer) startTool(ctx context.Context, call *ToolInvocation) (context.Context, trace.Span) {
+	if o.quiet {
+		return ctx, quietSpan
+	}
 	ctx, span := o.tracer.Start(ctx, "execute_tool "+call.Tool.Name, trace.WithSpanKind(trace.SpanKindInternal))
 	if span.IsRecording() {
 		span.SetAttributes(
@@ -207,7 +236,10 @@ func (o *observer) recordHandoff(ctx context.Context, call *ToolInvocation, res 
 		outcome = outcomeAccepted
 	}
 	from, to := call.Agent.Name, call.Handoff.Target.Name
-	_, span := o.tracer.Start(ctx, "handoff "+from+" -> "+to, trace.WithSpanKind(trace.SpanKindInternal))
+	span := quietSpan
+	if !o.quiet {
+		_, span = o.tracer.Start(ctx, "handoff "+from+" -> "+to, trace.WithSpanKind(trace.SpanKindInternal))
+	}
 	if span.IsRecording() {
 		span.SetAttributes(
 			genai.HandoffFrom.String(from),
