@@ -11,6 +11,7 @@ import (
 
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/switchboard-ai/switchboard/graphs"
 	"github.com/switchboard-ai/switchboard/internal/redact"
@@ -21,12 +22,15 @@ import (
 // documents its default.
 type Options struct {
 	// TracerProvider, when set, traces every HTTP attempt to a provider as
-	// a client span named "POST" (so retries show in the trace). Nil: no
-	// spans of its own. Trace context is propagated either way.
+	// a client span named "POST" (so retries show in the trace). Nil or
+	// the no-op provider: no spans of its own (starting one allocated for
+	// nothing on every call). Trace context is propagated either way.
 	TracerProvider trace.TracerProvider
 	// Propagator injects the trace context of the call's context into
 	// every outgoing request. Default propagation.TraceContext{} (W3C
 	// traceparent and tracestate); the global propagator is never used.
+	// It is asked only when the context holds a valid span context or
+	// baggage, without which the W3C propagators inject nothing.
 	Propagator propagation.TextMapPropagator
 	// Logger receives retry warnings. Default: discard.
 	Logger *slog.Logger
@@ -44,6 +48,16 @@ type Options struct {
 	// through (telemetry.capture_content). Default false: such a text is
 	// withheld, since it would put prompts in logs, spans and errors.
 	CaptureContent bool
+}
+
+// quietProvider reports whether tp records nothing, as the no-op provider
+// the gateway runs with when no exporter is configured.
+func quietProvider(tp trace.TracerProvider) bool {
+	switch tp.(type) {
+	case noop.TracerProvider, *noop.TracerProvider:
+		return true
+	}
+	return false
 }
 
 // withDefaults returns o with its defaults applied.
@@ -86,7 +100,7 @@ func New(providers map[string]graphs.Provider, opts Options) (*Registry, error) 
 	opts = opts.withDefaults()
 	r := &Registry{models: make(map[string]runtime.Model, len(providers))}
 	var tracer trace.Tracer
-	if opts.TracerProvider != nil {
+	if opts.TracerProvider != nil && !quietProvider(opts.TracerProvider) {
 		tracer = opts.TracerProvider.Tracer("github.com/switchboard-ai/switchboard/providers")
 	}
 	for name, p := range providers {

@@ -3,9 +3,12 @@ package providers
 import (
 	"testing"
 
+	"go.opentelemetry.io/otel/baggage"
+	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/switchboard-ai/switchboard/internal/fakeupstream"
 )
@@ -73,5 +76,53 @@ func TestNoTraceparentWithoutSpan(t *testing.T) {
 	}
 	if tp := s.Requests()[0].Header.Get("Traceparent"); tp != "" {
 		t.Errorf("traceparent %q sent with no active span", tp)
+	}
+}
+
+// Baggage alone, with no span, still reaches the provider: the propagator
+// is skipped only when the context holds neither.
+func TestBaggageWithoutSpanPropagates(t *testing.T) {
+	s := fakeupstream.New(t, fakeupstream.Reply{Text: "ok"})
+	opts := fastOptions()
+	opts.Propagator = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
+	r := newTestRegistry(t, s, opts, nil)
+	m, err := baggage.NewMember("tenant", "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := baggage.New(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Chat(baggage.ContextWithBaggage(t.Context(), b), userRequest("hi", false), nil); err != nil {
+		t.Fatal(err)
+	}
+	h := s.Requests()[0].Header
+	if got := h.Get("Baggage"); got != "tenant=acme" {
+		t.Errorf("baggage %q, want tenant=acme", got)
+	}
+	if tp := h.Get("Traceparent"); tp != "" {
+		t.Errorf("traceparent %q sent with no span", tp)
+	}
+}
+
+// The no-op provider (tracing off) gets no HTTP spans started: each
+// allocated its options, its context and a copy of the request for
+// nothing. A provider that records is still used.
+func TestNoopProviderStartsNoHTTPSpan(t *testing.T) {
+	s := fakeupstream.New(t, fakeupstream.Reply{Text: "ok"})
+	for _, tc := range []struct {
+		tp    trace.TracerProvider
+		spans bool
+	}{
+		{noop.NewTracerProvider(), false},
+		{sdktrace.NewTracerProvider(), true},
+	} {
+		opts := fastOptions()
+		opts.TracerProvider = tc.tp
+		r := newTestRegistry(t, s, opts, nil)
+		if got := r.upstreams[0].tracer != nil; got != tc.spans {
+			t.Errorf("%T: HTTP spans %v, want %v", tc.tp, got, tc.spans)
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/baggage"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
@@ -72,9 +73,14 @@ type propagator struct {
 func (p propagator) RoundTrip(req *http.Request) (*http.Response, error) {
 	// A RoundTripper must not modify the caller's request, so the request
 	// is cloned, but only when there is something to inject: without a
-	// trace or baggage in the context (tracing off) there is not.
+	// trace or baggage in the context (tracing off) there is not, and the
+	// carrier, a map, is not even made (Options.Propagator).
+	ctx := req.Context()
+	if !trace.SpanContextFromContext(ctx).IsValid() && baggage.FromContext(ctx).Len() == 0 {
+		return p.next.RoundTrip(req)
+	}
 	h := propagation.HeaderCarrier{}
-	p.prop.Inject(req.Context(), h)
+	p.prop.Inject(ctx, h)
 	if len(h) == 0 {
 		return p.next.RoundTrip(req)
 	}
