@@ -30,8 +30,8 @@ import (
 // stream, and a goroutine whose deepest moment passes 16 KB keeps 32 KB of
 // stack to its end (issue 22). So Chat and stream keep their state in a
 // call on the heap, and what needs a large frame (building go-openai's
-// request and client, opening the stream, a retry's log line) is in
-// functions that have returned before the first chunk is read.
+// request, opening the stream, a retry's log line) is in functions that
+// have returned before the first chunk is read.
 func (u *upstream) Chat(ctx context.Context, req *runtime.ChatRequest, onDelta func(string)) (*runtime.ChatResponse, error) {
 	c := u.newCall(ctx, req)
 	defer c.end()
@@ -66,6 +66,7 @@ type call struct {
 	parent context.Context // the caller's
 	ctx    context.Context // the call's: cancelled at its timeout
 	cancel context.CancelCauseFunc
+	actx   attemptCtx // ctx, with the attempt for go-openai's doer
 	// timer cancels ctx at the provider's timeout (start + u.timeout) and,
 	// once a stream is open, when it has sent nothing for u.idle: one timer
 	// for both, since every open stream held two (issue 22). lastEvent is
@@ -87,6 +88,7 @@ type call struct {
 func (u *upstream) newCall(ctx context.Context, req *runtime.ChatRequest) *call {
 	c := &call{u: u, req: req, parent: ctx}
 	c.ctx, c.cancel = context.WithCancelCause(ctx)
+	c.actx = attemptCtx{Context: c.ctx, a: &c.a}
 	c.start = time.Now()
 	c.lastEvent.Store(-1)
 	c.timer = time.AfterFunc(u.timeout, c.fire)
@@ -158,11 +160,50 @@ func (c *call) request() openai.ChatCompletionRequest {
 	return oreq
 }
 
-// client returns a go-openai client that sends through the attempt.
-func (c *call) client() *openai.Client {
-	cfg := openai.DefaultConfig(c.u.apiKey)
-	cfg.BaseURL = c.u.baseURL
-	cfg.HTTPClient = &c.a
+// attemptCtx is the context go-openai is handed: the call's, which also
+// leads the request go-openai builds to the call's attempt (attemptDoer).
+// Its Value answers the context package's own lookups from the call's
+// context, so a context derived from it is still cancelled with the call's
+// without a goroutine of its own.
+type attemptCtx struct {
+	context.Context
+	a *attempt
+}
+
+// attemptKey is the key under which an attemptCtx holds its attempt.
+type attemptKey struct{}
+
+// Value returns the attempt for attemptKey, else the call's context's value.
+func (c *attemptCtx) Value(key any) any {
+	if key == (attemptKey{}) {
+		return c.a
+	}
+	return c.Context.Value(key)
+}
+
+// attemptDoer is the HTTP doer of an upstream's one go-openai client: it
+// sends each request through the attempt its context leads to. One client
+// for all the calls of an upstream, where a client for each call made five
+// allocations each time (issue 22).
+type attemptDoer struct{}
+
+// errNoAttempt is a request that did not come through a call.
+var errNoAttempt = errors.New("providers: request without an attempt in its context")
+
+// Do sends req through its attempt.
+func (attemptDoer) Do(req *http.Request) (*http.Response, error) {
+	a, ok := req.Context().Value(attemptKey{}).(*attempt)
+	if !ok {
+		return nil, errNoAttempt
+	}
+	return a.Do(req)
+}
+
+// newClient returns an upstream's go-openai client.
+func newClient(apiKey, baseURL string) *openai.Client {
+	cfg := openai.DefaultConfig(apiKey)
+	cfg.BaseURL = baseURL
+	cfg.HTTPClient = attemptDoer{}
 	return openai.NewClientWithConfig(cfg)
 }
 
@@ -205,7 +246,7 @@ func (u *upstream) retryWait(try int, a *attempt, err error) (time.Duration, boo
 // complete makes one non-streamed attempt. The answer is decoded by the
 // attempt as it arrives (attempt.decode), not by go-openai.
 func (c *call) complete() (*runtime.ChatResponse, error) {
-	if _, err := c.client().CreateChatCompletion(c.ctx, c.request()); err != nil {
+	if _, err := c.u.oc.CreateChatCompletion(&c.actx, c.request()); err != nil {
 		return nil, err
 	}
 	if c.a.answer == nil {
@@ -225,7 +266,7 @@ func (c *call) openAside() { c.openErr = c.open() }
 func (c *call) open() error {
 	// An open stream comes back as errStreamOpened, its body in the
 	// attempt.
-	_, err := c.client().CreateChatCompletionStream(c.ctx, c.request())
+	_, err := c.u.oc.CreateChatCompletionStream(&c.actx, c.request())
 	switch {
 	case err == nil:
 		return errors.New("providers: go-openai was handed an open stream")

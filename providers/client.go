@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	openai "github.com/sashabaranov/go-openai"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
@@ -170,6 +171,7 @@ type upstream struct {
 	baseDelay  time.Duration
 	transport  *http.Transport
 	httpc      *http.Client
+	oc         *openai.Client // sends through the call's attempt (attemptDoer)
 	tracer     trace.Tracer
 	log        *slog.Logger
 	bodies     bodyBuffers
@@ -229,6 +231,7 @@ func newUpstream(name string, p graphs.Provider, opts Options, tracer trace.Trac
 		// No client timeout: it would cut long streams. The call's
 		// context bounds each call instead.
 		httpc:  &http.Client{Transport: propagator{next: tr, prop: opts.Propagator}},
+		oc:     newClient(p.APIKey, p.BaseURL),
 		tracer: tracer,
 		log:    opts.Logger,
 	}, nil

@@ -91,11 +91,11 @@ func (p propagator) RoundTrip(req *http.Request) (*http.Response, error) {
 	return p.next.RoundTrip(req)
 }
 
-// attempt is the HTTP doer go-openai uses for one attempt of one call. It
-// adds the provider's headers and the request's body patch (which writes
-// the messages), traces the attempt, and remembers how the provider
-// answered, which the retry decision needs and go-openai's errors do not
-// carry.
+// attempt sends the request of one attempt of one call (go-openai hands it
+// over through attemptDoer). It adds the provider's headers and the
+// request's body patch (which writes the messages), traces the attempt,
+// and remembers how the provider answered, which the retry decision needs
+// and go-openai's errors do not carry.
 type attempt struct {
 	client  *http.Client
 	headers map[string]string
