@@ -338,11 +338,26 @@ func (w *sse) begin() {
 
 // startEventStream sets the headers of an event stream (chat completions
 // and Responses) and its status, which leave with its first event.
+//
+// Each value is one slice shared by every stream: net/http only reads a
+// response's header values (Header.Add appends to a full slice, so it
+// copies), and Header.Set made a slice of each on every stream.
 func startEventStream(c *gin.Context) {
 	h := c.Writer.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Connection", "keep-alive")
-	h.Set("X-Accel-Buffering", "no")
+	h["Content-Type"] = eventStreamHeader.contentType
+	h["Cache-Control"] = eventStreamHeader.cacheControl
+	h["Connection"] = eventStreamHeader.connection
+	h["X-Accel-Buffering"] = eventStreamHeader.accelBuffering
 	c.Writer.WriteHeader(http.StatusOK)
+}
+
+// eventStreamHeader holds the values startEventStream sets, each with
+// length and capacity 1. Nothing writes to them.
+var eventStreamHeader = struct {
+	contentType, cacheControl, connection, accelBuffering []string
+}{
+	contentType:    []string{"text/event-stream"},
+	cacheControl:   []string{"no-cache"},
+	connection:     []string{"keep-alive"},
+	accelBuffering: []string{"no"},
 }

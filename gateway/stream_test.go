@@ -124,6 +124,22 @@ func TestStreamedHandoff(t *testing.T) {
 	}
 }
 
+// A stream's fixed headers, set from slices every stream shares, are the
+// same on every stream.
+func TestStreamHeaders(t *testing.T) {
+	gw, _, _ := desk(t, fakeupstream.Reply{StreamChunks: []string{"a"}}, fakeupstream.Reply{StreamChunks: []string{"b"}})
+	want := map[string]string{"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+	for i := range 2 {
+		r := gw.Chat(streamBody("hi"), nil)
+		readStream(t, r)
+		for k, v := range want {
+			if got := r.Header.Values(k); len(got) != 1 || got[0] != v {
+				t.Errorf("stream %d: %s %q, want %q", i, k, got, v)
+			}
+		}
+	}
+}
+
 // Text reaches the client while the provider is still producing it.
 func TestStreamForwardsDeltasAsTheyCome(t *testing.T) {
 	gw, _, _ := desk(t, fakeupstream.Reply{StreamChunks: []string{"first", " second"}, ChunkDelay: 2 * time.Second})
