@@ -9,10 +9,11 @@ import (
 
 	"github.com/switchboard-ai/switchboard/graphs"
 	"github.com/switchboard-ai/switchboard/internal/fakeupstream"
+	"github.com/switchboard-ai/switchboard/internal/testenv"
 	"github.com/switchboard-ai/switchboard/runtime"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, testenv.IgnoreIdleWorkers()) }
 
 // fastOptions keeps retries quick in tests.
 func fastOptions() Options { return Options{RetryBaseDelay: time.Millisecond} }
