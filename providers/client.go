@@ -12,7 +12,6 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/switchboard-ai/switchboard/graphs"
 	"github.com/switchboard-ai/switchboard/internal/redact"
@@ -49,16 +48,6 @@ type Options struct {
 	// through (telemetry.capture_content). Default false: such a text is
 	// withheld, since it would put prompts in logs, spans and errors.
 	CaptureContent bool
-}
-
-// quietProvider reports whether tp records nothing, as the no-op provider
-// the gateway runs with when no exporter is configured.
-func quietProvider(tp trace.TracerProvider) bool {
-	switch tp.(type) {
-	case noop.TracerProvider, *noop.TracerProvider:
-		return true
-	}
-	return false
 }
 
 // withDefaults returns o with its defaults applied.
@@ -101,7 +90,7 @@ func New(providers map[string]graphs.Provider, opts Options) (*Registry, error) 
 	opts = opts.withDefaults()
 	r := &Registry{models: make(map[string]runtime.Model, len(providers))}
 	var tracer trace.Tracer
-	if opts.TracerProvider != nil && !quietProvider(opts.TracerProvider) {
+	if !runtime.TracingOff(opts.TracerProvider) {
 		tracer = opts.TracerProvider.Tracer("github.com/switchboard-ai/switchboard/providers")
 	}
 	for name, p := range providers {

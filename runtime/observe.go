@@ -38,11 +38,14 @@ var quietSpan = trace.SpanFromContext(context.Background())
 
 var _ Interceptor = (*observer)(nil)
 
-// quietProvider reports whether tp records nothing, as the no-op provider
-// the gateway runs with when no exporter is configured.
-func quietProvider(tp trace.TracerProvider) bool {
+// TracingOff reports whether tp records nothing: nil or the no-op
+// provider, which the gateway runs with when no exporter is configured.
+// The runtime, the provider client and the HTTP middleware then start no
+// span at all, since starting one still allocates its name, its options
+// and the context that carries it.
+func TracingOff(tp trace.TracerProvider) bool {
 	switch tp.(type) {
-	case noop.TracerProvider, *noop.TracerProvider:
+	case nil, noop.TracerProvider, *noop.TracerProvider:
 		return true
 	}
 	return false

@@ -77,7 +77,7 @@ func New(opts Options) *Runner {
 		metrics:        opts.Metrics,
 		log:            r.log,
 		captureContent: opts.CaptureContent,
-		quiet:          quietProvider(tp),
+		quiet:          TracingOff(tp),
 	}
 	if obs.metrics == nil {
 		obs.metrics = nopMetrics{}

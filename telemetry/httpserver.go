@@ -11,7 +11,8 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/switchboard-ai/switchboard/runtime"
 )
 
 // ServerMiddleware returns a gin middleware that makes the HTTP server span
@@ -20,7 +21,7 @@ import (
 // children. Probes and scrapes (/healthz, /readyz, /metrics) get no span.
 // With a no-op provider (tracing off) the middleware does nothing.
 func ServerMiddleware(tp trace.TracerProvider, prop propagation.TextMapPropagator) gin.HandlerFunc {
-	if isNoop(tp) {
+	if runtime.TracingOff(tp) {
 		return func(c *gin.Context) { c.Next() }
 	}
 	if prop == nil {
@@ -71,16 +72,6 @@ func ServerMiddleware(tp trace.TracerProvider, prop propagation.TextMapPropagato
 			span.SetStatus(codes.Error, http.StatusText(status))
 		}
 	}
-}
-
-// isNoop reports whether tp records nothing, so the middleware can skip
-// even extracting the traceparent.
-func isNoop(tp trace.TracerProvider) bool {
-	switch tp.(type) {
-	case nil, noop.TracerProvider, *noop.TracerProvider:
-		return true
-	}
-	return false
 }
 
 // requestMethod is the method as the HTTP conventions want it: one of the

@@ -31,7 +31,8 @@ import (
 // idleFor is how long a worker waits for its next call before it ends:
 // long enough to carry a burst of requests from one call to the next,
 // short enough that goroutines are back to their count soon after the
-// burst (leak checks in tests wait for them about two seconds).
+// burst. (The tests' leak checks ignore idle workers:
+// testenv.IgnoreIdleWorkers.)
 const idleFor = 100 * time.Millisecond
 
 // Run calls fn on another goroutine and returns when fn has returned. A
