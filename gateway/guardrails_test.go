@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -499,5 +500,41 @@ func TestGuardrailSpans(t *testing.T) {
 		if !strings.Contains(spans, want) {
 			t.Errorf("no %q in the exported spans", want)
 		}
+	}
+}
+
+// A model judge's tokens count against max_tokens_per_run (CONTRACT §8):
+// the triage call (15 tokens) and its input guardrail's judge (15) reach a
+// budget of 25, so the model call the tool's result needs is refused with
+// 422 budget_exceeded. The judge's own call is made whatever the budget: a
+// guardrail that cannot check fails closed.
+func TestModelJudgeTokensCountAgainstBudget(t *testing.T) {
+	fake := fakeupstream.New(t)
+	fake.SetFallback(func(r fakeupstream.Request) fakeupstream.Reply {
+		switch {
+		case r.Parsed.Model == "judge-model":
+			return fakeupstream.Reply{Text: `{"tripwire": false}`}
+		case len(r.Parsed.Messages) > 0 && r.Parsed.Messages[len(r.Parsed.Messages)-1].Role == "tool":
+			return fakeupstream.Reply{Text: "never asked for"}
+		}
+		return fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("c1", "lookup_charges", `{}`)}}
+	})
+	gw, tools := guardDesk(t, guardLists{
+		extra: "  budgeted: {lead: triage, input_guardrails: [jailbreak], max_tokens_per_run: 25}\n",
+	}, fake, nil)
+	resp := gw.Chat(gwtest.User("budgeted", "what did I pay?"), nil)
+	if resp.Status != http.StatusUnprocessableEntity || resp.ErrorCode(t) != "budget_exceeded" {
+		t.Fatalf("status %d: %s", resp.Status, resp.Body)
+	}
+	var models []string
+	for _, r := range fake.Requests() {
+		models = append(models, r.Parsed.Model)
+	}
+	slices.Sort(models)
+	if !slices.Equal(models, []string{"judge-model", "triage-model"}) {
+		t.Errorf("upstream calls %v, want the triage call and its judge only", models)
+	}
+	if n := len(tools.got("/charges")); n != 1 {
+		t.Errorf("the tool ran %d times, want once", n)
 	}
 }

@@ -28,6 +28,9 @@ type Check struct {
 	Graph     string
 	SessionID string
 	Principal string
+	// Run is the run whose text is checked: a model judge's tokens count
+	// against its max_tokens_per_run. Nil outside a run.
+	Run *runtime.RunInfo
 }
 
 // Verdict is a judge's answer.
@@ -102,6 +105,7 @@ func (m Model) Judge(ctx context.Context, c *Check) (Verdict, error) {
 	if err != nil {
 		return Verdict{}, fmt.Errorf("judge model %s: %w", g.Model, err)
 	}
+	runtime.ChargeTokens(c.Run, resp.Usage)
 	return ParseVerdict([]byte(resp.Message.Content))
 }
 

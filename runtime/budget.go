@@ -48,13 +48,31 @@ func (budget) InterceptModel(next ModelFunc) ModelFunc {
 		}
 		resp, err := next(ctx, call)
 		if resp != nil {
-			u := resp.Usage
-			n := int64(u.PromptTokens + u.CompletionTokens)
-			if n == 0 {
-				n = int64(u.TotalTokens)
-			}
-			used.Add(n)
+			used.Add(tokensOf(resp.Usage))
 		}
 		return resp, err
+	}
+}
+
+// tokensOf is what a call's usage counts against the budget.
+func tokensOf(u Usage) int64 {
+	if n := int64(u.PromptTokens + u.CompletionTokens); n != 0 {
+		return n
+	}
+	return int64(u.TotalTokens)
+}
+
+// ChargeTokens counts against the run's max_tokens_per_run the usage of a
+// model call the run made outside its model chain: a model guardrail's
+// judge (CONTRACT §8: "sub-agents and model guardrails included"). The
+// judge itself always runs, since a guardrail that cannot check fails
+// closed; the run's next model call is refused once the sum has reached
+// the budget. run may be nil.
+func ChargeTokens(run *RunInfo, u Usage) {
+	if run == nil {
+		return
+	}
+	if used, _ := run.Value(budgetKey{}).(*atomic.Int64); used != nil {
+		used.Add(tokensOf(u))
 	}
 }
