@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -377,4 +378,35 @@ func TestMemoryToolErrors(t *testing.T) {
 	if resp := gw.Chat(body, h); resp.Status != http.StatusBadRequest || resp.ErrorCode(t) != "invalid_request" {
 		t.Errorf("client tool recall_notes: %d %s", resp.Status, resp.Body)
 	}
+}
+
+// A Responses store:false continuation runs without a session (CONTRACT
+// §10), though it reads the history of the response it continues: a
+// session-scoped slot is neither offered to it nor shown, so no fact can be
+// kept under the copy of the session it runs on, which nobody could read
+// or delete.
+func TestMemoryStoreFalseHasNoSessionSlot(t *testing.T) {
+	stores(t, func(t *testing.T, storeURL string) {
+		gw, fake := memoryDesk(t, storeURL, fakeupstream.Reply{Text: "first"}, fakeupstream.Reply{Text: "second"})
+		h := bearer("key-acme")
+		r1 := create(t, gw, map[string]any{"model": "support", "input": "hi"}, h)
+		create(t, gw, map[string]any{"model": "support", "input": "again", "store": false, "previous_response_id": r1.ID}, h)
+		reqs := fake.Requests()
+		if len(reqs) != 2 {
+			t.Fatalf("%d upstream calls, want 2", len(reqs))
+		}
+		offered := func(r fakeupstream.Request) (tools []string, system string) {
+			for _, tl := range r.Parsed.Tools {
+				tools = append(tools, tl.Function.Name)
+			}
+			return tools, r.Parsed.Messages[0].Text()
+		}
+		if tools, system := offered(reqs[0]); !slices.Contains(tools, "remember_notes") || !strings.Contains(system, `<memory name="notes">`) {
+			t.Fatalf("the stored response was not offered its session's notes: %v %q", tools, system)
+		}
+		tools, system := offered(reqs[1])
+		if slices.Contains(tools, "remember_notes") || slices.Contains(tools, "recall_notes") || strings.Contains(system, `<memory name="notes">`) {
+			t.Errorf("the store:false continuation was offered the session's notes: %v %q", tools, system)
+		}
+	})
 }

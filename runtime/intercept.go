@@ -74,7 +74,8 @@ type RunInfo struct {
 	// Agent is the agent the run starts with: the session's active agent or
 	// the lead, or the sub-agent of a sub-agent run.
 	Agent *graphs.Agent
-	// SessionID is empty for a stateless run and for a sub-agent's.
+	// SessionID is empty for a stateless run, for a Responses store:false
+	// continuation (Request.Ephemeral) and for a sub-agent's.
 	SessionID string
 	Principal string
 	Metadata  map[string]string

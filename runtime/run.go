@@ -210,6 +210,13 @@ func (r *Runner) newRun(req *Request, emit func(Event), parent *RunInfo) *run {
 		Graph: req.Graph, Agent: req.Graph.Lead, SessionID: req.SessionID, Principal: req.Principal,
 		Metadata: req.Metadata, Stream: req.Stream, Parent: parent, rn: rn,
 	}
+	if req.Ephemeral {
+		// Its session is a copy forgotten once the run ends: to what the
+		// run calls (hooks, memory, spans) it is a run without a session,
+		// so a session-scoped memory slot is not offered, where its facts
+		// would be kept under an id nobody knows (CONTRACT §9, §10).
+		rn.info.SessionID = ""
+	}
 	if parent != nil {
 		rn.info.shared = parent.shared
 	} else {
