@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"regexp"
 	"strings"
@@ -502,4 +503,77 @@ func TestDecidedApprovalsPruned(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A call the approver approved still runs when the session's next request
+// brings a new user message instead of resuming: only approvals still
+// pending are rejected by it (CONTRACT §6). The approved call's result comes
+// before the new message, and the decision is counted once, as approved. A
+// call the approver rejected keeps the approver's reason.
+func TestApprovedCallRunsBeforeNewMessage(t *testing.T) {
+	stores(t, func(t *testing.T, storeURL string) {
+		for _, approve := range []bool{true, false} {
+			name := "approved"
+			if !approve {
+				name = "rejected"
+			}
+			t.Run(name, func(t *testing.T) {
+				gw, fake, tools := gatedDesk(t, storeURL,
+					fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("c1", "transfer_to_billing", `{}`)}},
+					fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("l1", "lookup_charges", `{}`)}},
+					fakeupstream.Reply{Text: "About your other question."},
+				)
+				id := newSessionID(t)
+				a := paused(t, gw, gwtest.User("support", "why two charges?"), acme(id), "lookup_charges", `{}`)
+				if r := decideOne(gw, id, a.ID, acme(id), map[string]any{"approve": approve, "reason": "too risky"}); r.Status != http.StatusOK {
+					t.Fatalf("decide: %d %s", r.Status, r.Body)
+				}
+				c := completion(t, gw, gwtest.User("support", "and another thing"), acme(id))
+				if c.Text() != "About your other question." {
+					t.Fatalf("%q", c.Text())
+				}
+				msgs := fake.Requests()[2].Parsed.Messages
+				at := map[string]int{}
+				for i, m := range msgs {
+					switch {
+					case m.Role == "tool" && m.ToolCallID == "l1":
+						at["result"] = i
+					case m.Role == "user" && m.Text() == "and another thing":
+						at["user"] = i
+					}
+				}
+				if len(at) != 2 || at["result"] > at["user"] {
+					t.Fatalf("the model was shown %s; want l1's result, then the new message", fake.Requests()[2].Body)
+				}
+				res := msgs[at["result"]].Text()
+				ran := len(tools.got("/charges"))
+				if approve && (ran != 1 || !strings.Contains(res, "ch_1")) {
+					t.Errorf("approved: the tool ran %d times, result %q", ran, res)
+				}
+				if !approve && (ran != 0 || errorCode(t, res) != "rejected" || !strings.Contains(res, "too risky")) {
+					t.Errorf("rejected: the tool ran %d times, result %q", ran, res)
+				}
+				metrics := string(gw.Do(context.Background(), http.MethodGet, "/metrics", nil, nil).Body)
+				want, other := "approved", "rejected"
+				if !approve {
+					want, other = other, want
+				}
+				line := `switchboard_permission_decisions_total{decision="%s",graph="support",tool="lookup_charges"}`
+				if !strings.Contains(metrics, fmt.Sprintf(line, want)+" 1") || strings.Contains(metrics, fmt.Sprintf(line, other)) {
+					t.Errorf("decisions counted:\n%s", grepLines(metrics, "permission_decisions_total"))
+				}
+			})
+		}
+	})
+}
+
+// grepLines returns the lines of s that contain sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

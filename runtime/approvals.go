@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -195,10 +196,17 @@ func (rn *run) openApprovals() bool {
 }
 
 // moveOn answers the open calls of a paused turn when the request brings a
-// new message instead of the decisions: each is rejected (its approval
-// too), so that the transcript stays whole, and the run goes on with the
-// new message. Each call an approval held counts as rejected, on the
-// request's span (the call's own span ended with the pause).
+// new message instead of the decisions, so that the transcript stays whole
+// and the run goes on with the new message. An approval still pending is
+// rejected (`the user sent a new message instead`), one past
+// approval_ttl is expired, and one the approver rejected keeps the
+// approver's reason: each such call is answered with its rejection and
+// counted, on the request's span (the call's own span ended with the
+// pause). A call the approver approved still runs: its approval is left
+// for the permission gate, and the new message is held back (rn.held)
+// until resumeTurn has run it, so that its result comes first. Other open
+// calls the gateway would run (a handoff that waited) are answered with
+// the new-message rejection.
 func (rn *run) moveOn(ctx context.Context) {
 	ai := lastAssistant(rn.history)
 	if ai < 0 {
@@ -211,24 +219,29 @@ func (rn *run) moveOn(ctx context.Context) {
 		}
 	}
 	var results []Message
+	keep := map[string]bool{} // the approvals of approved calls, left for the gate
 	for _, c := range rn.history[ai].ToolCalls {
 		if answered[c.ID] {
 			continue
 		}
 		msg := rejectedNewMessage
 		if a := rn.approvalFor(c.ID); a != nil {
-			// One past approval_ttl was rejected as expired, whatever the
-			// request brings: its call's result and count say so.
 			now := time.Now()
 			a.expire(now)
 			decision := DecisionRejected
 			switch {
+			case a.Status == ApprovalApproved:
+				keep[a.ID] = true
+				continue
 			case a.Status == ApprovalPending:
 				a.Status, a.Reason, a.DecidedAt = ApprovalRejected, rejectedNewMessage, now.Unix()
 			case a.expired():
+				// One past approval_ttl was rejected as expired, whatever
+				// the request brings: its call's result and count say so.
 				decision, msg = DecisionExpired, a.Reason
+			default:
+				msg = cmp.Or(a.Reason, rejectedDefault)
 			}
-			a.Used = true
 			rn.recordDecision(ctx, c.Function.Name, decision, SourceApprover)
 		} else if rn.classify(c).kind == callClient {
 			continue
@@ -236,9 +249,15 @@ func (rn *run) moveOn(ctx context.Context) {
 		results = append(results, toolResult(c.ID, toolError(codeRejected, msg)))
 	}
 	for i := range rn.approvals {
-		rn.approvals[i].Used = true
+		if !keep[rn.approvals[i].ID] {
+			rn.approvals[i].Used = true
+		}
 	}
 	rn.approvalsDirty = true
+	if len(keep) > 0 {
+		rn.held, rn.transcript = rn.transcript, results
+		return
+	}
 	rn.transcript = append(results, rn.transcript...)
 }
 

@@ -58,6 +58,10 @@ type run struct {
 	apprMu         sync.Mutex
 	// asked are the approvals this run created, for on_approval_required.
 	asked []Approval
+	// held is a new user message that came while the paused turn had
+	// approved calls still to run (moveOn): resumeTurn runs them, then
+	// adds held to the transcript, so that their results come before it.
+	held []Message
 
 	handoffs int
 	usage    Usage
@@ -137,6 +141,10 @@ func (rn *run) resumeTurn(ctx context.Context, call *AgentCall) (done bool, err 
 	out, err := rn.resume(ctx)
 	if err != nil {
 		return true, err
+	}
+	if rn.held != nil {
+		rn.transcript = append(rn.transcript, rn.held...)
+		rn.held = nil
 	}
 	if out.suspended != nil {
 		return true, rn.finish(ctx, out.message, out.reason, out.suspended)

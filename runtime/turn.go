@@ -218,7 +218,9 @@ func (rn *run) resume(ctx context.Context) (turnOutcome, error) {
 		gated = gated || rn.approvalFor(c.ID) != nil
 		rest = append(rest, c)
 	}
-	if len(owed) > 0 {
+	if len(owed) > 0 && rn.held == nil {
+		// (With a new user message held, the client has moved on from its
+		// calls: only the approved ones run, then the message.)
 		if !gated {
 			return turnOutcome{}, nil // the client answered only some of its calls
 		}
