@@ -101,10 +101,18 @@ func (c *Client) post(ctx context.Context, url string, timeout time.Duration, bo
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return nil, fmt.Errorf("no answer within %s: %w", timeout, err)
+		// net/http's error names the URL, which may carry credentials (it
+		// masks a password as *** but not a query's api_key), and the
+		// connection's addresses. The text becomes a tool's result, which
+		// the model and the session's readers see, and a log line: only
+		// what failed goes on (CONTRACT §14); the cause stays for errors.Is.
+		switch {
+		case errors.Is(ctx.Err(), context.DeadlineExceeded):
+			return nil, &postError{msg: fmt.Sprintf("no answer within %s", timeout), err: err}
+		case errors.Is(err, context.Canceled):
+			return nil, &postError{msg: "cancelled", err: err}
 		}
-		return nil, fmt.Errorf("post %s: %w", url, err)
+		return nil, &postError{msg: "unreachable: " + netFailure(err), err: err}
 	}
 	defer resp.Body.Close()
 	out, err := io.ReadAll(io.LimitReader(resp.Body, maxResultBytes+1))
@@ -123,3 +131,12 @@ func (c *Client) post(ctx context.Context, url string, timeout time.Duration, bo
 	}
 	return out, nil
 }
+
+// postError is a failed POST described without its URL or addresses.
+type postError struct {
+	msg string
+	err error
+}
+
+func (e *postError) Error() string { return e.msg }
+func (e *postError) Unwrap() error { return e.err }

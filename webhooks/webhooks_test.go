@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -88,4 +90,51 @@ func TestRun(t *testing.T) {
 		t.Errorf("hook: %v, sent %q", err, gotBody)
 	}
 	c.http.CloseIdleConnections()
+}
+
+// A failed POST is described without its URL, which may carry credentials
+// (a password, an api_key in the query), and without the connection's
+// addresses: the text is the tool's result, which the model and the
+// session's readers see, and a log line (CONTRACT §14). The cause stays
+// for errors.Is.
+func TestFailureNamesNoURL(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closedAddr := ln.Addr().String()
+	ln.Close() // nothing listens there: connection refused
+	hang := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-hang }))
+	defer slow.Close()
+	defer close(hang)
+	c := New(nil)
+	secretURL := func(hostport string) string {
+		return "http://svc:t00lpass@" + hostport + "/charges?api_key=qsecret123"
+	}
+	for _, tt := range []struct {
+		name, url, want string
+		timeout         time.Duration
+		cause           error
+	}{
+		{"refused", secretURL(closedAddr), "unreachable: connection refused", time.Second, syscall.ECONNREFUSED},
+		{"timeout", secretURL(strings.TrimPrefix(slow.URL, "http://")), "no answer within 50ms", 50 * time.Millisecond, context.DeadlineExceeded},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tool := &graphs.Tool{Name: "t", Kind: graphs.ToolHTTP, HTTP: &graphs.HTTPTool{URL: tt.url, Timeout: tt.timeout}}
+			_, err := c.Run(context.Background(), &runtime.ToolInvocation{Tool: tool, Call: runtime.ToolCall{Function: runtime.FunctionCall{Name: "t", Arguments: `{}`}}})
+			if err == nil {
+				t.Fatal("no error")
+			}
+			msg := err.Error()
+			for _, secret := range []string{"t00lpass", "qsecret123", "127.0.0.1", "svc"} {
+				if strings.Contains(msg, secret) {
+					t.Errorf("error %q names %q", msg, secret)
+				}
+			}
+			if !strings.Contains(msg, tt.want) || !errors.Is(err, tt.cause) {
+				t.Errorf("error %q (%#v), want %q wrapping %v", msg, err, tt.want, tt.cause)
+			}
+		})
+	}
 }
