@@ -158,6 +158,9 @@ type guardReply struct {
 			Reason string `json:"reason"`
 		} `json:"guardrail"`
 	} `json:"metadata"`
+	Usage struct {
+		TotalTokens int `json:"total_tokens"`
+	} `json:"usage"`
 }
 
 // chat posts body and decodes a 200 reply.
@@ -321,6 +324,10 @@ func TestOutputGuardrail(t *testing.T) {
 		gw, _ := guardDesk(t, guardLists{graphOut: "no_cards"}, fake, nil)
 		r := guardChat(t, gw, gwtest.User("support", "what is my card?"), nil)
 		assertTripped(t, r, "I can't share card numbers.", "no_cards", "output", "the text matches the guardrail's pattern")
+		// The tripped call was made: the reply's usage counts it.
+		if r.Usage.TotalTokens != 15 {
+			t.Errorf("usage %d tokens, want the tripped call's 15", r.Usage.TotalTokens)
+		}
 	})
 	t.Run("tripped stream", func(t *testing.T) {
 		fake := fakeupstream.New(t, fakeupstream.Reply{Text: card, StreamChunks: chunks})
@@ -478,10 +485,16 @@ func TestResponsesGuardrail(t *testing.T) {
 		IncompleteDetails *struct {
 			Reason string `json:"reason"`
 		} `json:"incomplete_details"`
+		Usage struct {
+			TotalTokens int `json:"total_tokens"`
+		} `json:"usage"`
 	}
 	resp.Decode(t, &r)
 	if r.Status != "incomplete" || r.IncompleteDetails == nil || r.IncompleteDetails.Reason != "content_filter" || strings.Contains(string(resp.Body), "4111 ") {
 		t.Errorf("response %s", resp.Body)
+	}
+	if r.Usage.TotalTokens != 15 {
+		t.Errorf("usage %d tokens, want the tripped call's 15: %s", r.Usage.TotalTokens, resp.Body)
 	}
 }
 

@@ -168,7 +168,6 @@ func (rn *run) nextStep() (int, error) {
 // afterModel takes a model's answer: the agent answered, or its tool
 // calls run; done when the agent's part of the run is over.
 func (rn *run) afterModel(ctx context.Context, call *AgentCall, resp *ChatResponse) (done bool, err error) {
-	rn.usage.Add(resp.Usage)
 	msg := resp.Message
 	msg.Role = RoleAssistant
 	msg.Handoff = nil

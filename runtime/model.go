@@ -70,9 +70,17 @@ func (rn *run) modelFailed(ref graphs.ModelRef, err error) {
 	rn.log.Warn("model call failed", "agent", rn.agent.Name, "model", ref.String(), "err", err)
 }
 
-// modelBase is the innermost ModelFunc: the call to the Model.
+// modelBase is the innermost ModelFunc: the call to the Model. The run's
+// usage counts every answer here, where the call was made, and not where
+// the answer is taken: an interceptor may end the run on it (a guardrail
+// that trips on the text), and the reply's usage still sums every model
+// call of the run (CONTRACT §3).
 func modelBase(ctx context.Context, call *ModelCall) (*ChatResponse, error) {
-	return call.Run.rn.opts.Model.Chat(ctx, call.Request, call.OnDelta)
+	resp, err := call.Run.rn.opts.Model.Chat(ctx, call.Request, call.OnDelta)
+	if resp != nil {
+		call.Run.rn.addUsage(resp.Usage)
+	}
+	return resp, err
 }
 
 // offered lists the tools offered to the current agent: its own tools, its

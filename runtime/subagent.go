@@ -98,8 +98,8 @@ func validateArgs(schema *jsonschema.Schema, raw string) error {
 	return nil
 }
 
-// addUsage adds a sub-agent run's usage to the run's; tools of a turn run
-// concurrently.
+// addUsage adds a model call's usage, or a sub-agent run's, to the run's;
+// tools of a turn run concurrently.
 func (rn *run) addUsage(u Usage) {
 	rn.usageMu.Lock()
 	rn.usage.Add(u)
