@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -23,14 +24,44 @@ import (
 
 // mcpInput is a graph tool's input.
 type mcpInput struct {
-	Message   string `json:"message" jsonschema:"the user's message to the graph"`
+	Message   string `json:"message" jsonschema:"the user's message to the graph; empty to resume a session's run paused for approvals, once they are decided"`
 	SessionID string `json:"session_id,omitempty" jsonschema:"continues this session (1 to 128 of A-Z a-z 0-9 . _ : -); without one the run is stateless"`
 }
 
-// mcpOutput is a graph tool's structured content.
+// mcpOutput is a graph tool's structured content. A run paused for
+// approvals adds what a chat reply's metadata says of it (CONTRACT §6):
+// its text is the "Approval required" lines, the decisions go to
+// POST /v1/sessions/{id}/approvals/{approvalId}, and a call with an empty
+// message in the session resumes it.
 type mcpOutput struct {
-	AgentName string `json:"agentName" jsonschema:"the agent that answered"`
-	SessionID string `json:"sessionId" jsonschema:"the session, empty for a stateless run"`
+	AgentName string        `json:"agentName" jsonschema:"the agent that answered"`
+	SessionID string        `json:"sessionId" jsonschema:"the session, empty for a stateless run"`
+	Event     string        `json:"event,omitempty" jsonschema:"approval_required when the run paused for approvals"`
+	Approvals []mcpApproval `json:"approvals,omitempty" jsonschema:"the approvals the paused run waits for"`
+}
+
+// mcpApproval is an approval as structured content: the schema the SDK
+// derives (and checks each result against) must read its arguments as the
+// JSON object they are, where runtime.Approval holds them as raw bytes.
+type mcpApproval struct {
+	ID         string         `json:"id"`
+	Tool       string         `json:"tool"`
+	Arguments  map[string]any `json:"arguments"`
+	Agent      string         `json:"agent"`
+	ToolCallID string         `json:"toolCallId"`
+	Status     string         `json:"status"`
+	ExpiresAt  int64          `json:"expiresAt"`
+}
+
+// mcpApprovals converts the approvals a paused run waits for.
+func mcpApprovals(aps []runtime.Approval) []mcpApproval {
+	out := make([]mcpApproval, len(aps))
+	for i, a := range aps {
+		out[i] = mcpApproval{ID: a.ID, Tool: a.Tool, Agent: a.Agent, ToolCallID: a.ToolCallID, Status: a.Status, ExpiresAt: a.ExpiresAt}
+		// Arguments are always a JSON object (CONTRACT §6).
+		_ = json.Unmarshal(a.Arguments, &out[i].Arguments)
+	}
+	return out
 }
 
 // mcpCallerKey carries the /mcp request's gin context (its principal, and
@@ -87,8 +118,8 @@ func (s *Server) runGraphTool(ctx context.Context, g *graphs.Graph, in mcpInput)
 	}
 	var bad *Error
 	switch {
-	case strings.TrimSpace(in.Message) == "":
-		bad = badRequest("message", "message is required")
+	case strings.TrimSpace(in.Message) == "" && in.SessionID == "":
+		bad = badRequest("message", "message is required (it may be empty only to resume a session's paused run)")
 	case in.SessionID != "" && !validSessionID(in.SessionID):
 		bad = badRequest("session_id", "invalid session_id: 1 to 128 of A-Z a-z 0-9 . _ : -")
 	}
@@ -96,10 +127,14 @@ func (s *Server) runGraphTool(ctx context.Context, g *graphs.Graph, in mcpInput)
 		s.observe(g.Name, bad.Status, bad.Code, start, 0)
 		return fail(bad)
 	}
+	var msgs []runtime.Message
+	if strings.TrimSpace(in.Message) != "" {
+		msgs = []runtime.Message{{Role: runtime.RoleUser, Content: in.Message}}
+	}
 	r := &mcpRenderer{}
 	s.serveRun(c, &runCall{graph: g, start: start, req: &runtime.Request{
 		Graph:     g,
-		Messages:  []runtime.Message{{Role: runtime.RoleUser, Content: in.Message}},
+		Messages:  msgs,
 		Principal: principal(c),
 		SessionID: in.SessionID,
 	}}, r)
@@ -107,7 +142,11 @@ func (s *Server) runGraphTool(ctx context.Context, g *graphs.Graph, in mcpInput)
 		return fail(r.err)
 	}
 	out := mcpOutput{AgentName: r.res.Agent, SessionID: in.SessionID}
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: r.res.Message.Content}}}, out, nil
+	text := r.res.Message.Content
+	if aps := pendingApprovals(r.res); len(aps) > 0 {
+		text, out.Event, out.Approvals = approvalText(aps), runtime.SuspendApproval, mcpApprovals(aps)
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, out, nil
 }
 
 // mcpRenderer keeps a run's result or failure for the tool call to return:

@@ -203,3 +203,55 @@ func TestMCPCallErrors(t *testing.T) {
 		})
 	}
 }
+
+// A graph tool whose run pauses for approvals answers as a chat reply does
+// (CONTRACT §6): its text is the "Approval required" lines and its
+// structured content carries the event and the approvals. Once decided
+// through the HTTP API, a call with an empty message in the session
+// resumes the run.
+func TestMCPCallPausesForApproval(t *testing.T) {
+	fake := fakeupstream.New(t,
+		fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("h1", "transfer_to_billing", `{"reason":"refund"}`)}},
+		fakeupstream.Reply{Text: "Refunded."},
+	)
+	yaml := strings.Replace(mcpYAML, "support: {lead: triage, description: Customer support desk}",
+		"support: {lead: triage, description: Customer support desk, permissions: [{tool: transfer_to_billing, action: ask}]}", 1)
+	gw := gwtest.Start(t, yaml, map[string]string{"FAKE_URL": fake.URL})
+	cs, err := mcpSession(t, gw, "acme-key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(args map[string]any) (string, map[string]any) {
+		t.Helper()
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "support", Arguments: args})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.IsError {
+			t.Fatalf("support(%v) failed: %s", args, resultText(t, res))
+		}
+		js, _ := json.Marshal(res.StructuredContent)
+		var meta map[string]any
+		_ = json.Unmarshal(js, &meta)
+		return resultText(t, res), meta
+	}
+	text, meta := call(map[string]any{"message": "refund please", "session_id": "mcp-apr"})
+	aps, _ := meta["approvals"].([]any)
+	if text != `Approval required: transfer_to_billing {"reason":"refund"}` || meta["event"] != "approval_required" || len(aps) != 1 {
+		t.Fatalf("paused call: %q %v", text, meta)
+	}
+	id, _ := aps[0].(map[string]any)["id"].(string)
+	acmeKey := map[string]string{"Authorization": "Bearer acme-key"}
+	if r := gw.Do(context.Background(), http.MethodPost, "/v1/sessions/mcp-apr/approvals/"+id, map[string]any{"approve": true}, acmeKey); r.Status != http.StatusOK {
+		t.Fatalf("decide: %d %s", r.Status, r.Body)
+	}
+	text, meta = call(map[string]any{"message": "", "session_id": "mcp-apr"})
+	if text != "Refunded." || meta["agentName"] != "billing" || meta["event"] != nil {
+		t.Errorf("resumed call: %q %v", text, meta)
+	}
+	// Without a session an empty message is still an error.
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "support", Arguments: map[string]any{"message": ""}})
+	if err != nil || !res.IsError || !strings.Contains(resultText(t, res), "message is required") {
+		t.Errorf("empty stateless message: %v %+v", err, res)
+	}
+}
