@@ -98,6 +98,26 @@ func Open(ctx context.Context, opts Options) (runtime.Store, error) {
 	}
 }
 
+// CheckURL reports whether Open could open the store raw names, without
+// connecting to it: its scheme and, for Redis, the URL's form and options
+// (a sentinel URL needs ?master=). An empty URL is the default store. Its
+// error names the URL with any password hidden; config loading reports it
+// as a problem of store.url, so that validate and a reload catch it too.
+func CheckURL(raw string) error {
+	if raw == "" {
+		return nil
+	}
+	scheme, err := urlScheme(raw)
+	if err != nil {
+		return err
+	}
+	if scheme == "memory" {
+		return nil
+	}
+	_, err = universalOptions(raw)
+	return err
+}
+
 // urlScheme returns raw's scheme, lowercased. It does not parse the rest:
 // multi-host URLs are not always valid for net/url.
 func urlScheme(raw string) (string, error) {

@@ -69,3 +69,29 @@ func TestOptionsDefaults(t *testing.T) {
 		t.Errorf("init changed set options (-want +got):\n%s", diff)
 	}
 }
+
+// CheckURL tells, without connecting, whether Open could open a store, and
+// its error never shows a password.
+func TestCheckURL(t *testing.T) {
+	for _, tc := range []struct{ url, want string }{
+		{"", ""},
+		{"memory://", ""},
+		{"redis://:s3cr3tpw@127.0.0.1:6379/0", ""},
+		{"redis-sentinel://:s3cr3tpw@s1,s2/0?master=m", ""},
+		{"redis://:s3cr3tpw@127.0.0.1:notaport/0", "invalid port"},
+		{"redis-sentinel://:s3cr3tpw@s1,s2/0", "needs ?master="},
+		{"foo://bar", `unknown scheme "foo"`},
+		{"127.0.0.1:6379", "no scheme"},
+	} {
+		err := CheckURL(tc.url)
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("CheckURL(%q): %v", tc.url, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "s3cr3tpw") {
+			t.Errorf("CheckURL(%q) = %v, want an error saying %q without the password", tc.url, err, tc.want)
+		}
+	}
+}

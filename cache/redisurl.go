@@ -34,6 +34,10 @@ func universalOptions(raw string) (*redis.UniversalOptions, error) {
 	case "redis", "rediss", "unix":
 		o, err := redis.ParseURL(raw)
 		if err != nil {
+			// net/url's error quotes the whole URL, password and all.
+			if ue := (*url.Error)(nil); errors.As(err, &ue) {
+				err = ue.Err
+			}
 			return nil, fmt.Errorf("url %s: %w", redactURL(raw), err)
 		}
 		return simpleOptions(o), nil

@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/switchboard-ai/switchboard/cache"
 	"github.com/switchboard-ai/switchboard/examples"
 	"github.com/switchboard-ai/switchboard/graphs"
 	"github.com/switchboard-ai/switchboard/internal/app"
@@ -118,12 +119,25 @@ func loadServe(path, listen string) (*graphs.Set, error) {
 }
 
 // load reads the config file, or the built-in demo when there is none.
+// The store's URL (the file's, or SWITCHBOARD_STORE_URL) is checked here,
+// without connecting: graphs is a leaf and does not know the stores'
+// URLs, and a bad one must fail validate and a reload as the rest does.
 func load(path string) (*graphs.Set, error) {
 	builtin := providers.Builtin(os.Getenv)
+	var cfg *graphs.Set
+	var err error
 	if path == "" {
-		return graphs.Parse(examples.Demo, builtin, os.Getenv)
+		cfg, err = graphs.Parse(examples.Demo, builtin, os.Getenv)
+	} else {
+		cfg, err = graphs.LoadFile(path, builtin, os.Getenv)
 	}
-	return graphs.LoadFile(path, builtin, os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	if err := cache.CheckURL(cfg.Store.URL); err != nil {
+		return nil, &graphs.ConfigError{Problems: []string{"config invalid: store.url: " + err.Error()}}
+	}
+	return cfg, nil
 }
 
 func serve(cfg *graphs.Set, reloader app.Reloader, stderr io.Writer) int {

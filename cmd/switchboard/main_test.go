@@ -180,3 +180,27 @@ graphs: {g: {lead: a}}
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }
+
+// A store URL that no store could open fails validate and serve with a
+// config invalid line, the file's as SWITCHBOARD_STORE_URL's, and never
+// shows its password.
+func TestValidateStoreURL(t *testing.T) {
+	demo, err := os.ReadFile("../../examples/demo.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := "store:\n  url: \"redis://:s3cr3tpw@127.0.0.1:notaport/0\"\n" + string(demo)
+	for _, args := range [][]string{
+		{"validate", "--config", writeConfig(t, bad)},
+		{"serve", "--config", writeConfig(t, bad), "--listen", "127.0.0.1:0"},
+	} {
+		code, out, errOut := runCLI(args...)
+		if code != 1 || out != "" || !strings.HasPrefix(errOut, "config invalid: store.url: ") || strings.Contains(errOut, "s3cr3tpw") {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q", args[0], code, out, errOut)
+		}
+	}
+	t.Setenv("SWITCHBOARD_STORE_URL", "redis-sentinel://s1,s2/0")
+	if code, _, errOut := runCLI("validate"); code != 1 || !strings.Contains(errOut, "config invalid: store.url: ") || !strings.Contains(errOut, "master") {
+		t.Errorf("SWITCHBOARD_STORE_URL: exit %d, stderr %q", code, errOut)
+	}
+}
