@@ -144,6 +144,9 @@ func (e *eventReader) next() ([]byte, error) {
 	}
 }
 
+// errLineTooLong is an event line over maxLineBytes.
+var errLineTooLong = fmt.Errorf("%w (an event line over %d bytes)", errTooLarge, maxLineBytes)
+
 // line reads one line, its newline included.
 func (e *eventReader) line() ([]byte, error) {
 	// The line before this one has been used: a buffer read out goes back
@@ -158,15 +161,20 @@ func (e *eventReader) line() ([]byte, error) {
 	if !errors.Is(err, bufio.ErrBufferFull) {
 		return line, err
 	}
+	// An event is a delta; a line over maxLineBytes (its end of line
+	// aside) is an upstream gone wrong, and reading on would hold all of
+	// it. The check is made before each read, so that a line is never
+	// held much past the limit, and once more at its end.
 	e.long = append(e.long[:0], line...)
 	for errors.Is(err, bufio.ErrBufferFull) {
 		if len(e.long) > maxLineBytes {
-			// An event is a delta; a line this long is an upstream gone
-			// wrong, and reading on would hold all of it.
-			return nil, fmt.Errorf("%w (an event line over %d bytes)", errTooLarge, maxLineBytes)
+			return nil, errLineTooLong
 		}
 		line, err = e.r.ReadSlice('\n')
 		e.long = append(e.long, line...)
+	}
+	if len(bytes.TrimRight(e.long, "\r\n")) > maxLineBytes {
+		return nil, errLineTooLong
 	}
 	return e.long, err
 }

@@ -210,3 +210,26 @@ func TestEventReaderHoldsNoBufferBetweenEvents(t *testing.T) {
 }
 
 func slicesEqual(a, b []string) bool { return fmt.Sprint(a) == fmt.Sprint(b) && len(a) == len(b) }
+
+// A line of exactly maxLineBytes (its newline aside) is read; one byte more
+// fails the call with errTooLarge, wherever the line's end falls in the
+// reader's buffer (CONTRACT §14: "one SSE line over 1 MiB").
+func TestEventLineLimitIsExact(t *testing.T) {
+	for _, extra := range []int{0, 1, eventBuffer / 2, eventBuffer - 1} {
+		for _, over := range []bool{false, true} {
+			n := maxLineBytes - extra
+			if over {
+				n = maxLineBytes + 1 + extra
+			}
+			payload := strings.Repeat("a", n-len("data: "))
+			body := []byte("data: " + payload + "\r\n\r\n")
+			got, err := ourEvents(t, body)
+			if over && !errors.Is(err, errTooLarge) {
+				t.Errorf("a line of %d bytes: err %v, want errTooLarge", n, err)
+			}
+			if !over && (!errors.Is(err, io.EOF) || len(got) != 1 || got[0] != payload) {
+				t.Errorf("a line of %d bytes: %d events, err %v; want it read", n, len(got), err)
+			}
+		}
+	}
+}
