@@ -1,5 +1,12 @@
 package redact
 
+import (
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
 // A provider's error text sometimes echoes the request it was sent (a 500
 // that dumps the body, a 400 that quotes a message). With content capture
 // off, prompts must not reach logs, spans or clients that way, so before a
@@ -32,7 +39,7 @@ func Echoes(text string, sources func(yield func(string) bool)) bool {
 	if len(text) > maxEchoText {
 		text = text[:maxEchoText]
 	}
-	norm := normalize(nil, text)
+	norm := normalize(nil, unescapeJSON(text))
 	if len(norm) < minWhole {
 		return false
 	}
@@ -141,4 +148,69 @@ func contains(s, sub []byte) bool {
 		}
 	}
 	return false
+}
+
+// unescapeJSON replaces the escapes of JSON strings in s by what they stand
+// for, so that a request echoed as JSON normalizes as the request does:
+// Python's json.dumps, for one, writes every character outside ASCII as
+// \uXXXX, which would otherwise normalize to letters and digits that the
+// request does not hold. \n and the other control escapes become a space.
+func unescapeJSON(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '\\' || i+1 >= len(s) {
+			b.WriteByte(c)
+			continue
+		}
+		switch e := s[i+1]; e {
+		case 'u':
+			r, n := readU(s[i:])
+			if n == 0 {
+				b.WriteByte(c)
+				continue
+			}
+			b.WriteRune(r)
+			i += n - 1
+		case 'n', 't', 'r', 'b', 'f':
+			b.WriteByte(' ')
+			i++
+		case '"', '\\', '/':
+			b.WriteByte(e)
+			i++
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// readU reads the \uXXXX at the start of s, and the low surrogate's that
+// follows a high one: the rune and how many bytes it took, 0 when s does
+// not start with one.
+func readU(s string) (rune, int) {
+	hex4 := func(s string) (rune, bool) {
+		if len(s) < 6 || s[0] != '\\' || s[1] != 'u' {
+			return 0, false
+		}
+		v, err := strconv.ParseUint(s[2:6], 16, 16)
+		return rune(v), err == nil
+	}
+	r, ok := hex4(s)
+	if !ok {
+		return 0, 0
+	}
+	if !utf16.IsSurrogate(r) {
+		return r, 6
+	}
+	if lo, ok := hex4(s[6:]); ok {
+		if d := utf16.DecodeRune(r, lo); d != utf8.RuneError {
+			return d, 12
+		}
+	}
+	return utf8.RuneError, 6
 }

@@ -2,9 +2,11 @@ package redact
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf16"
 )
 
 func TestURL(t *testing.T) {
@@ -68,5 +70,32 @@ func TestEchoes(t *testing.T) {
 		if got := Echoes(tc.text, sources("You are the billing desk.\nBe brief.", prompt)); got != tc.want {
 			t.Errorf("%s: Echoes = %v, want %v", name, got, tc.want)
 		}
+	}
+}
+
+// A request echoed as JSON with every character outside ASCII escaped
+// (\uXXXX, as Python's json.dumps writes it, surrogate pairs included) is
+// an echo as the raw text is.
+func TestEchoesThroughUnicodeEscapes(t *testing.T) {
+	prompt := "我的银行卡密码是六个八请帮我查询账户余额谢谢 😀 你们的帮助"
+	var esc strings.Builder
+	for _, r := range prompt {
+		if r < 0x80 {
+			esc.WriteRune(r)
+			continue
+		}
+		for _, u := range utf16.Encode([]rune{r}) {
+			fmt.Fprintf(&esc, `\u%04x`, u)
+		}
+	}
+	text := `Input validation error: {"messages": [{"role": "user", "content": "` + esc.String() + `"}]}`
+	if !Echoes(text, sources(prompt)) {
+		t.Errorf("the escaped echo was not found: %s", text)
+	}
+	if Echoes(`Input validation error: {"messages": "\u4e00\u4e8c\u4e09\u56db\u4e94\u516d\u4e03\u516b\u4e5d\u5341"}`, sources(prompt)) {
+		t.Error("an escaped text the request does not hold was taken for an echo")
+	}
+	if got := unescapeJSON(`a\"b\\c\/d\ne\u00e9\ud83d\ude00\uZZZZ\`); got != "a\"b\\c/d e\u00e9😀\\uZZZZ\\" {
+		t.Errorf("unescapeJSON = %q", got)
 	}
 }
