@@ -158,10 +158,10 @@ const maxErrorText = 300
 
 // scrub makes a provider's error text fit to show: credentials masked (the
 // provider's own key and secret headers wherever they appear, and anything
-// shaped like one), an echo of the request withheld unless content capture
+// shaped like one), IP addresses masked (its own network's), an echo of the request withheld unless content capture
 // is on, and the text cut to maxErrorText.
 func (u *upstream) scrub(msg string, req *runtime.ChatRequest) string {
-	msg = redact.Secrets(redact.Known(msg, u.secrets...))
+	msg = redact.Addresses(redact.Secrets(redact.Known(msg, u.secrets...)))
 	if !u.capture && req != nil && redact.Echoes(msg, promptTexts(req)) {
 		return "the provider's error text quotes the request, so it is withheld (telemetry.capture_content is off)"
 	}

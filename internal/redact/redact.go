@@ -54,6 +54,11 @@ func SecretName(name string) bool { return secretName.MatchString(name) }
 var (
 	// OpenAI, Anthropic, OpenRouter, ... keys: sk-..., sk-ant-..., sk-or-...
 	skKey = regexp.MustCompile(`\bsk-[A-Za-z0-9_\-]{2,}`)
+	// Other providers' key shapes: Groq (gsk_), Google (AIza), xAI (xai-),
+	// Perplexity (pplx-), Hugging Face (hf_), Replicate (r8_), GitHub
+	// (ghp_, github_pat_), AWS access keys (AKIA, ASIA). Each prefix is
+	// followed by a long run, so that no ordinary word matches.
+	vendorKey = regexp.MustCompile(`\b(?:gsk_|AIza|xai-|pplx-|hf_|r8_|ghp_|github_pat_)[A-Za-z0-9_\-]{16,}|\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`)
 	// An HTTP authorization value: Bearer <token>, Basic <credentials>.
 	authScheme = regexp.MustCompile(`(?i)\b(bearer|basic|token)(\s+|%20)[A-Za-z0-9._~+/=\-]{2,}`)
 	// key=value and "key": "value" pairs whose key names a secret.
@@ -71,9 +76,21 @@ func Secrets(s string) string {
 	}
 	s = userinfo.ReplaceAllString(s, "${1}"+Mask+"@")
 	s = skKey.ReplaceAllString(s, "sk-"+Mask)
+	s = vendorKey.ReplaceAllString(s, Mask)
 	s = authScheme.ReplaceAllString(s, "${1} "+Mask)
 	s = secretPair.ReplaceAllString(s, "${1}${2}"+Mask)
 	return s
+}
+
+// ipAddr is an IPv4 address, with its port if it has one, or a bracketed
+// IPv6 one with its port.
+var ipAddr = regexp.MustCompile(`\b(?:\d{1,3}\.){3}\d{1,3}(?::\d{1,5})?\b|\[[0-9A-Fa-f.]*:[0-9A-Fa-f:.]*\](?::\d{1,5})?`)
+
+// Addresses returns s with its IP addresses (and their ports) replaced by
+// Mask: a provider's error text may name the addresses of its own
+// network, which a client must not see (CONTRACT §14).
+func Addresses(s string) string {
+	return ipAddr.ReplaceAllString(s, Mask)
 }
 
 // Known returns s with every occurrence of each known secret (an API key

@@ -34,14 +34,27 @@ func TestSecrets(t *testing.T) {
 		{`{"x-api-key":"k-9a8b7c6d"}`, "k-9a8b7c6d"},
 		{`dial redis://:hunter22@10.0.0.5:6379`, "hunter22"},
 		{`password=correct-horse`, "correct-horse"},
+		{`Invalid API Key gsk_abcdefghijklmnopqrstuvwxyz012345`, "gsk_abcdefghijklmnopqrstuvwxyz012345"},
+		{`API key not valid: AIzaSyA1b2C3d4E5f6G7h8I9j0KlMnOpQrStUvW`, "AIzaSyA1b2C3d4E5f6G7h8I9j0KlMnOpQrStUvW"},
+		{`incorrect key xai-0123456789abcdefABCDEF`, "xai-0123456789abcdefABCDEF"},
+		{`token hf_AbCdEfGhIjKlMnOpQrStUv rejected`, "hf_AbCdEfGhIjKlMnOpQrStUv"},
+		{`signed by AKIAIOSFODNN7EXAMPLE`, "AKIAIOSFODNN7EXAMPLE"},
 	} {
 		got := Secrets(tc.in)
 		if strings.Contains(got, tc.secret) || !strings.Contains(got, Mask) {
 			t.Errorf("Secrets(%q) = %q, still holds %q", tc.in, got, tc.secret)
 		}
 	}
-	if in := "model gpt-4o-mini does not exist"; Secrets(in) != in {
-		t.Errorf("Secrets changed plain text: %q", Secrets(in))
+	for _, in := range []string{"model gpt-4o-mini does not exist", "unknown field hf_token in call_sb_0123456789abcdef01234567", "Maximum 4096 tokens"} {
+		if Secrets(in) != in {
+			t.Errorf("Secrets changed plain text: %q", Secrets(in))
+		}
+	}
+	if got := Addresses("dial tcp 10.0.0.5:443: connect: connection refused; upstream [fd00::1]:8080 and 192.168.1.20 down; model v1.2"); got != "dial tcp xxxxx: connect: connection refused; upstream xxxxx and xxxxx down; model v1.2" {
+		t.Errorf("Addresses = %q", got)
+	}
+	if in := "messages[0].content[1] is invalid"; Addresses(in) != in {
+		t.Errorf("Addresses changed plain text: %q", Addresses(in))
 	}
 	if got := Known("the key abcdef123 was refused", "abcdef123", "x"); got != "the key xxxxx was refused" {
 		t.Errorf("Known = %q", got)
