@@ -3,9 +3,13 @@ package mcptools
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/switchboard-ai/switchboard/graphs"
 )
 
 // httpYAML is a config whose agent billing uses the HTTP server at url.
@@ -137,5 +141,51 @@ graphs: {support: {lead: billing}}
 	}
 	if got := m.offeredTo("refunds"); len(got) != 0 {
 		t.Errorf("refunds, without mcp, is offered %v", toolNames(got))
+	}
+}
+
+// A manager built for a reloaded config inherits the tools its predecessor
+// last listed from a server configured the same, though that server is
+// down: they stay offered and their calls fail until it is back. A server
+// whose config changed inherits nothing.
+func TestReloadKeepsToolsOfADownServer(t *testing.T) {
+	srv := startHTTPServer(t, "")
+	yml := httpYAML(srv.URL(), "{}")
+	old, _ := startManager(t, yml, nil)
+	if len(old.offeredTo("billing")) != 3 {
+		t.Fatalf("billing's tools = %v", toolNames(old.offeredTo("billing")))
+	}
+	srv.stop()
+	parse := func(yml string) *graphs.Set {
+		cfg, err := graphs.Parse([]byte(yml), map[string]graphs.Provider{"demo": {Kind: "demo"}}, func(string) string { return "" })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	for _, tc := range []struct {
+		name string
+		yml  string
+		want int
+	}{
+		{"same config", yml, 3},
+		{"changed config", httpYAML(srv.URL(), `{X-Other: "1"}`), 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := New(parse(tc.yml), Options{Logger: slog.New(&logRecorder{})})
+			m.Inherit(old)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			m.Start(ctx)
+			defer m.Close()
+			if got := m.offeredTo("billing"); len(got) != tc.want {
+				t.Fatalf("billing's tools after the reload = %v, want %d", toolNames(got), tc.want)
+			}
+			if tc.want > 0 {
+				if _, err := m.Call(context.Background(), "remote", "echo", `{"message":"x"}`); err == nil {
+					t.Error("a call to the down server did not fail")
+				}
+			}
+		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -80,6 +81,32 @@ func New(cfg *graphs.Set, opts Options) *Manager {
 	}
 	m.offers.Store(&map[string][]*graphs.Tool{})
 	return m
+}
+
+// Inherit takes, for each server of m configured exactly as in old, the
+// tools old last listed: a server that is down when the config is reloaded
+// keeps its tools offered, their calls failing with tool_failed until it
+// answers again, as it would have without the reload (CONTRACT §11: once
+// listed, a server's tools stay offered). A server whose config changed
+// starts afresh. Call it before Start; old may be nil.
+func (m *Manager) Inherit(old *Manager) {
+	if old == nil {
+		return
+	}
+	for name, s := range m.servers {
+		o := old.servers[name]
+		if o == nil || !reflect.DeepEqual(*o.cfg, *s.cfg) {
+			continue
+		}
+		if tools := o.listed(); tools != nil {
+			s.mu.Lock()
+			if s.tools == nil {
+				s.tools = tools
+			}
+			s.mu.Unlock()
+		}
+	}
+	m.recompute()
 }
 
 // Start connects every server in the background, and returns once each has

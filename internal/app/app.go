@@ -98,7 +98,7 @@ func New(ctx context.Context, cfg *graphs.Set, log *slog.Logger, opts ...Option)
 	a := &App{log: log, tracing: tracing, store: store, responses: responses, memory: memory, metrics: metrics, reg: reg, limiter: limiter}
 	a.gens.reloads = telemetry.NewReloads(reg)
 	a.guardMetrics = telemetry.NewGuardrailMetrics(reg)
-	gen, err := a.newGeneration(cfg)
+	gen, err := a.newGeneration(cfg, nil)
 	if err != nil {
 		_ = store.Close()
 		_ = tracing.Shutdown(ctx)
@@ -129,8 +129,9 @@ func (a *App) ConfigureServer(srv *http.Server) {
 // servers, the runner and the gateway's routes, over the process's store
 // and metrics. It returns once every MCP server has answered or failed its
 // first attempt, so that the tools of those that answered are offered from
-// the first request.
-func (a *App) newGeneration(cfg *graphs.Set) (*generation, error) {
+// the first request. prev is the generation it replaces, nil at start: its
+// MCP servers' tool lists carry over to those configured the same.
+func (a *App) newGeneration(cfg *graphs.Set, prev *generation) (*generation, error) {
 	models, err := providers.New(cfg.Providers, providers.Options{
 		TracerProvider: a.tracing.Provider,
 		Propagator:     a.tracing.Propagator,
@@ -152,6 +153,9 @@ func (a *App) newGeneration(cfg *graphs.Set) (*generation, error) {
 		Logger:         a.log,
 	})
 	servers := mcptools.New(cfg, mcptools.Options{Logger: a.log, Propagator: a.tracing.Propagator})
+	if prev != nil {
+		servers.Inherit(prev.mcp)
+	}
 	servers.Start(context.Background())
 	runner := runtime.New(runtime.Options{
 		Model: models,

@@ -88,7 +88,7 @@ func (a *App) Reload(cfg *graphs.Set) error {
 	for _, name := range keepRestartSettings(old.cfg, cfg) {
 		a.log.Warn("config reload: this setting needs a restart; keeping the running value", "setting", name)
 	}
-	g, err := a.newGeneration(cfg)
+	g, err := a.newGeneration(cfg, old)
 	if err != nil {
 		return err
 	}
