@@ -176,6 +176,12 @@ func TestWrongMethodIs405(t *testing.T) {
 			t.Errorf("%s %s: code %q", tc.method, tc.path, code)
 		}
 	}
+	// The probes and /metrics answer HEAD as GET, without a body.
+	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
+		if r := gw.Do(context.Background(), http.MethodHead, path, nil, nil); r.Status != http.StatusOK || len(r.Body) != 0 {
+			t.Errorf("HEAD %s: %d %q", path, r.Status, r.Body)
+		}
+	}
 	if r := gw.Do(context.Background(), http.MethodGet, "/v1/nope", nil, nil); r.Status != http.StatusNotFound {
 		t.Errorf("an unknown route: %d", r.Status)
 	}

@@ -88,13 +88,20 @@ func New(opts Options) *Server {
 	if opts.TracerProvider != nil {
 		e.Use(telemetry.ServerMiddleware(opts.TracerProvider, opts.Propagator))
 	}
-	e.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
-	e.GET("/readyz", s.readyz)
 	gatherer := opts.Gatherer
 	if gatherer == nil {
 		gatherer = prometheus.NewRegistry()
 	}
-	e.GET("/metrics", gin.WrapH(promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{})))
+	// The probes and /metrics answer HEAD as GET (net/http sends no
+	// body): load balancers and uptime checks probe with either.
+	for path, h := range map[string]gin.HandlerFunc{
+		"/healthz": func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) },
+		"/readyz":  s.readyz,
+		"/metrics": gin.WrapH(promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{})),
+	} {
+		e.GET(path, h)
+		e.HEAD(path, h)
+	}
 
 	v1 := e.Group("/v1", s.track, s.auth, s.rateLimit)
 	v1.POST("/chat/completions", s.admitRun, s.chatCompletions)
