@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/switchboard-ai/switchboard/cache"
@@ -90,7 +91,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "graph":
 		name := *modelName
 		if name == "" {
+			// One diagram per run (mermaid holds one graph): the first by
+			// name, and a note of the others on stderr.
 			name = cfg.GraphNames[0]
+			if len(cfg.GraphNames) > 1 {
+				fmt.Fprintf(stderr, "%d graphs (%s); drawing %q: choose with --model NAME\n",
+					len(cfg.GraphNames), strings.Join(cfg.GraphNames, ", "), name)
+			}
 		}
 		g, ok := cfg.Graphs[name]
 		if !ok {
