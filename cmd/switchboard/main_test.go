@@ -96,11 +96,16 @@ func TestGraphDiagram(t *testing.T) {
 	if code != 0 || !strings.Contains(out, `[label="escalate_refund (ask)"]`) || !strings.Contains(out, `[label="transfer_to_billing"]`) {
 		t.Errorf("support desk, dot: exit %d\n%s", code, out)
 	}
-	// The demo has several graphs: without --model the first is drawn, and
-	// stderr names the others.
 	code, out, errOut = runCLI("graph", "--format", "dot")
-	if code != 0 || !strings.HasPrefix(out, "digraph") || !strings.Contains(errOut, "choose with --model NAME") || !strings.Contains(errOut, "support") {
+	if code != 0 || !strings.HasPrefix(out, "digraph") || errOut != "" {
 		t.Errorf("dot: exit %d %q\n%s", code, errOut, out)
+	}
+	// A config of several graphs: without --model the first by name is
+	// drawn, and stderr names the others.
+	two := writeConfig(t, "agents:\n  a: {description: A, instructions: A., model: demo/switchboard-demo}\ngraphs:\n  zeta: {lead: a}\n  alpha: {lead: a}\n")
+	code, out, errOut = runCLI("graph", "--config", two, "--format", "dot")
+	if code != 0 || !strings.HasPrefix(out, `digraph "alpha"`) || !strings.Contains(errOut, "choose with --model NAME") || !strings.Contains(errOut, "zeta") {
+		t.Errorf("two graphs: exit %d %q\n%s", code, errOut, out)
 	}
 	if code, _, _ = runCLI("graph", "--format", "png"); code == 0 {
 		t.Error("unknown format accepted")
