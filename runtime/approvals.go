@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/switchboard-ai/switchboard/internal/redact"
 	"time"
 )
 
@@ -304,7 +305,7 @@ func (rn *run) notifyApprovals(ctx context.Context) {
 		defer stop()
 		defer cancel()
 		if err := hooks.Call(ctx, h, payload); err != nil {
-			log.Warn("on_approval_required hook failed", "session", payload.SessionID, "url", h.URL, "err", err)
+			log.Warn("on_approval_required hook failed", "session", payload.SessionID, "url", redact.URL(h.URL), "err", err)
 		}
 	}()
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/switchboard-ai/switchboard/graphs"
 	"github.com/switchboard-ai/switchboard/internal/freshstack"
+	"github.com/switchboard-ai/switchboard/internal/redact"
 )
 
 // routingNotePrefix starts every routing note; the text is for the model,
@@ -179,7 +180,7 @@ func (rn *run) callHook(ctx context.Context, h *graphs.Handoff, from, to string,
 	err := rn.opts.Hooks.Call(ctx, h.OnHandoff, payload)
 	rn.external += time.Since(start)
 	if err != nil {
-		rn.log.Warn("on_handoff hook failed", "from", from, "to", to, "url", h.OnHandoff.URL, "err", err)
+		rn.log.Warn("on_handoff hook failed", "from", from, "to", to, "url", redact.URL(h.OnHandoff.URL), "err", err)
 		traceHookFailure(ctx, h.OnHandoff.URL, err)
 	}
 }

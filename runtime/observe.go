@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/switchboard-ai/switchboard/internal/redact"
 	"github.com/switchboard-ai/switchboard/telemetry/genai"
 )
 
@@ -304,7 +305,7 @@ func traceHookFailure(ctx context.Context, url string, err error) {
 	span := trace.SpanFromContext(ctx)
 	if span.IsRecording() {
 		span.AddEvent("on_handoff failed", trace.WithAttributes(
-			attribute.String("url.full", url),
+			attribute.String("url.full", redact.URL(url)),
 			attribute.String("error.message", err.Error()),
 		))
 	}

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/switchboard-ai/switchboard/graphs"
+	"github.com/switchboard-ai/switchboard/internal/redact"
 	"github.com/switchboard-ai/switchboard/telemetry/genai"
 )
 
@@ -103,7 +104,7 @@ func (g permissionGate) askHook(ctx context.Context, inv *ToolInvocation, hook *
 		span.SetAttributes(
 			genai.ToolName.String(inv.Call.Function.Name),
 			genai.ToolCallID.String(inv.Call.ID),
-			attribute.String("url.full", hook.URL),
+			attribute.String("url.full", redact.URL(hook.URL)),
 		)
 	}
 	v, err := HookVerdict{}, errNoHookCaller
@@ -118,7 +119,7 @@ func (g permissionGate) askHook(ctx context.Context, inv *ToolInvocation, hook *
 		})
 	}
 	if err != nil {
-		rn.log.Warn("pre_tool_call hook failed; the call is denied", "tool", inv.Call.Function.Name, "call", inv.Call.ID, "url", hook.URL, "err", err)
+		rn.log.Warn("pre_tool_call hook failed; the call is denied", "tool", inv.Call.Function.Name, "call", inv.Call.ID, "url", redact.URL(hook.URL), "err", err)
 		endSpan(span, err)
 		return HookVerdict{}, err
 	}
