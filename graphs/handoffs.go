@@ -57,7 +57,7 @@ func (c *agentCompiler) handoff(subject string, n *yaml.Node, path string) (*Han
 	}
 
 	h.Filters = c.filters(&r.InputFilter, where)
-	h.EnabledWhen = c.condition(r.EnabledWhen, where)
+	h.EnabledWhen = c.condition(r.EnabledWhen, where, "enabled_when", true)
 	if r.OnHandoff != nil {
 		h.OnHandoff = &Hook{URL: r.OnHandoff.URL}
 		if h.OnHandoff.URL == "" {
@@ -132,8 +132,13 @@ func (c *agentCompiler) filter(n *yaml.Node, where string) (Filter, bool) {
 	return Filter{}, false
 }
 
-// condition compiles `enabled_when:`.
-func (c *agentCompiler) condition(r *rawCondition, where string) *Condition {
+// condition compiles a condition (CONTRACT §4.6): a handoff's
+// `enabled_when:` (key "enabled_when", handoff true) or a permission rule's
+// `when:` (key "when"). A handoff enabled only for a principal that no API
+// key names could never be offered, which is a config error; a rule for
+// such a principal is harmless (it never matches), and the contract's own
+// example writes one, so it is accepted.
+func (c *agentCompiler) condition(r *rawCondition, where, key string, handoff bool) *Condition {
 	if r == nil {
 		return nil
 	}
@@ -141,7 +146,7 @@ func (c *agentCompiler) condition(r *rawCondition, where string) *Condition {
 	cond := &Condition{Principal: r.Principal}
 	if m := deref(&r.Metadata); m != nil && !isNull(m) {
 		if m.Kind != yaml.MappingNode {
-			c.p.addf("%s: enabled_when.metadata must be a mapping of key: value, got %s (line %d)", where, describeNode(m), m.Line)
+			c.p.addf("%s: %s.metadata must be a mapping of key: value, got %s (line %d)", where, key, describeNode(m), m.Line)
 		} else {
 			cond.Metadata = map[string]string{}
 			for _, kv := range mappingPairs(m) {
@@ -149,7 +154,7 @@ func (c *agentCompiler) condition(r *rawCondition, where string) *Condition {
 				if v.Kind != yaml.ScalarNode || isNull(v) {
 					// Request metadata values are strings; only a scalar
 					// can equal one.
-					c.p.addf("%s: enabled_when.metadata %q must be a single value, got %s (line %d)", where, k, describeNode(v), v.Line)
+					c.p.addf("%s: %s.metadata %q must be a single value, got %s (line %d)", where, key, k, describeNode(v), v.Line)
 					continue
 				}
 				cond.Metadata[k] = v.Value
@@ -159,11 +164,11 @@ func (c *agentCompiler) condition(r *rawCondition, where string) *Condition {
 			}
 		}
 	}
-	if cond.Principal != "" && !c.principals[cond.Principal] {
+	if handoff && cond.Principal != "" && !c.principals[cond.Principal] {
 		c.p.addf("%s: enabled_when.principal %q is not the name of any server.api_keys entry, so the handoff could never be enabled", where, cond.Principal)
 	}
 	if cond.Metadata == nil && cond.Principal == "" && len(c.p.lines) == before {
-		c.p.addf("%s: enabled_when needs metadata or principal", where)
+		c.p.addf("%s: %s needs metadata or principal", where, key)
 	}
 	return cond
 }

@@ -86,7 +86,7 @@ func (c *agentCompiler) rules(raw []rawRule, where string) []Rule {
 		default:
 			c.p.addf("%s: action must be allow, deny or ask, got %q", at, r.Action)
 		}
-		out = append(out, Rule{Tool: r.Tool, Action: a, When: c.condition(r.When, at)})
+		out = append(out, Rule{Tool: r.Tool, Action: a, When: c.condition(r.When, at, "when", false)})
 	}
 	return out
 }

@@ -118,3 +118,40 @@ graphs:
 		t.Errorf("gateNote = %q, want deny", note)
 	}
 }
+
+// CONTRACT §6's own example: a rule's `when: {principal: acme}` is valid
+// though no API key is named acme (it never matches then; a handoff's
+// enabled_when for such a principal is an error, since the handoff could
+// never be offered). A rule's `when` errors say `when`, not enabled_when.
+func TestPermissionRuleForAnyPrincipal(t *testing.T) {
+	yaml := `
+providers: {p: {base_url: "http://127.0.0.1:1/v1"}}
+tools:
+  issue_refund: {http: {url: "http://127.0.0.1:1/refund"}}
+  delete_order: {http: {url: "http://127.0.0.1:1/delete"}}
+agents:
+  refunds:
+    model: p/m
+    tools: [issue_refund, delete_order]
+    permissions:
+      - {tool: issue_refund, action: ask}
+      - {tool: "delete_*", action: deny, when: {principal: acme}}
+graphs:
+  support:
+    lead: refunds
+    permissions:
+      - {tool: escalate_refund, action: ask}
+`
+	set, err := Parse([]byte(yaml), nil, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := set.Graphs["support"].Lead.Permissions[1]
+	if !r.Matches("delete_order", nil, "acme") || r.Matches("delete_order", nil, "globex") {
+		t.Errorf("rule %+v matches wrongly", r)
+	}
+	_, err = Parse([]byte(strings.Replace(yaml, "when: {principal: acme}", "when: {}", 1)), nil, func(string) string { return "" })
+	if err == nil || !strings.Contains(err.Error(), `agent "refunds": permissions[1]: when needs metadata or principal`) {
+		t.Errorf("an empty when: %v", err)
+	}
+}
