@@ -1,6 +1,7 @@
 package graphs
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -175,5 +176,33 @@ graphs: {chat: {lead: solo}}
 	want := []string{`config invalid: server.listen: "nonsense" is not host:port (e.g. 127.0.0.1:8080 or :8080)`}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// The number settings of model_settings take ${VAR} as the others do, and
+// one that is not a number is a problem naming its setting.
+func TestSubstitutionFloats(t *testing.T) {
+	s := mustParse(t, `
+agents:
+  a:
+    model: demo/echo
+    model_settings:
+      temperature: ${TEMP}
+      top_p: 1
+      presence_penalty: "${PEN}"
+      max_tokens: ${NUM}
+graphs: {chat: {lead: a}}
+`, map[string]string{"TEMP": "0.3", "PEN": "-0.5", "NUM": "5"})
+	ms := s.Graphs["chat"].Lead.Settings
+	if ms == nil || ms.Temperature == nil || *ms.Temperature != 0.3 || *ms.TopP != 1 || *ms.PresencePenalty != -0.5 || *ms.MaxTokens != 5 {
+		t.Fatalf("model_settings %+v", ms)
+	}
+	_, err := Parse([]byte(`
+agents:
+  a: {model: demo/echo, model_settings: {temperature: hot}}
+graphs: {chat: {lead: a}}
+`), testBuiltin(), envOf(nil))
+	if err == nil || !strings.Contains(err.Error(), `config invalid: agents.a.model_settings.temperature: want a number, got "hot"`) {
+		t.Errorf("a temperature that is not a number: %v", err)
 	}
 }

@@ -3,6 +3,7 @@ package graphs
 import (
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"strconv"
 	"strings"
@@ -85,6 +86,11 @@ func checkShape(n *yaml.Node, t reflect.Type, path string, p *problems) {
 			p.addf("%s: want an integer, got %q (line %d)", path, n.Value, n.Line)
 			setNull(n)
 		}
+	case reflect.Float32, reflect.Float64:
+		if wantKind(n, yaml.ScalarNode, path, p) && !retag(n, "!!float") {
+			p.addf("%s: want a number, got %q (line %d)", path, n.Value, n.Line)
+			setNull(n)
+		}
 	case reflect.Bool:
 		if wantKind(n, yaml.ScalarNode, path, p) && !retag(n, "!!bool") {
 			p.addf("%s: want true or false, got %q (line %d)", path, n.Value, n.Line)
@@ -97,8 +103,8 @@ func checkShape(n *yaml.Node, t reflect.Type, path string, p *problems) {
 // one, which it then retags so that it decodes as one. That lets
 // `max_steps: ${MAX_STEPS}` work, and `max_steps: "20"` with it.
 func retag(n *yaml.Node, tag string) bool {
-	if n.ShortTag() == tag {
-		return true
+	if n.ShortTag() == tag || (tag == "!!float" && n.ShortTag() == "!!int") {
+		return true // an integer is a number too
 	}
 	if n.ShortTag() != "!!str" {
 		return false
@@ -108,6 +114,9 @@ func retag(n *yaml.Node, tag string) bool {
 	case "!!int":
 		_, err := strconv.ParseInt(n.Value, 10, 64)
 		ok = err == nil
+	case "!!float":
+		f, err := strconv.ParseFloat(n.Value, 64)
+		ok = err == nil && !math.IsInf(f, 0) && !math.IsNaN(f)
 	case "!!bool":
 		ok = n.Value == "true" || n.Value == "false"
 	}
