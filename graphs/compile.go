@@ -54,8 +54,10 @@ func compileServer(r *rawServer, p *problems) Server {
 	}
 	if s.Listen == "" {
 		s.Listen = DefaultListen
-	} else if _, _, err := net.SplitHostPort(s.Listen); err != nil {
+	} else if _, port, err := net.SplitHostPort(s.Listen); err != nil {
 		p.addf("server.listen: %q is not host:port (e.g. 127.0.0.1:8080 or :8080)", s.Listen)
+	} else if _, err := net.LookupPort("tcp", port); err != nil {
+		p.addf("server.listen: %q has no valid port (0 to 65535)", s.Listen)
 	}
 	if s.SessionHeader == "" {
 		s.SessionHeader = DefaultSessionHeader

@@ -43,9 +43,11 @@ func (c *agentCompiler) handoff(subject string, n *yaml.Node, path string) (*Han
 		c.p.addf("%s: tool_name %q does not match %s", where, h.ToolName, toolNamePattern)
 	}
 
-	if h.Description == "" && h.Target != nil {
+	// A description of blanks is none: the model would be offered a tool
+	// it cannot tell from the others.
+	if strings.TrimSpace(h.Description) == "" && h.Target != nil {
 		h.Description = h.Target.Description
-		if h.Description == "" {
+		if strings.TrimSpace(h.Description) == "" {
 			c.p.addf("%s: no description; give agent %q a description or the handoff its own", where, r.Agent)
 		}
 	}

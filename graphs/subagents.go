@@ -93,9 +93,9 @@ func (c *agentCompiler) subagents(a *Agent, items []yaml.Node, used map[string]s
 			c.p.addf("%s: tool name %q is also used by %s; give the sub-agent another tool_name", where, t.Name, other)
 		}
 		used[t.Name] = fmt.Sprintf("its sub-agent %q", r.Agent)
-		if t.Description == "" && target != nil {
+		if strings.TrimSpace(t.Description) == "" && target != nil {
 			t.Description = target.Description
-			if t.Description == "" {
+			if strings.TrimSpace(t.Description) == "" {
 				c.p.addf("%s: no description; give agent %q a description or the sub-agent its own", where, r.Agent)
 			}
 		}

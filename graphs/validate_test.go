@@ -50,6 +50,24 @@ graphs: {support: {lead: triage}}`,
 			want: []string{`config invalid: agent "triage": handoff to "billing": no description; give agent "billing" a description or the handoff its own`},
 		},
 		{
+			name: "handoff target whose description is blank",
+			yml: `
+agents:
+  triage: {model: openai/m, handoffs: [billing]}
+  billing: {model: openai/m, description: "   "}
+graphs: {support: {lead: triage}}`,
+			want: []string{`config invalid: agent "triage": handoff to "billing": no description; give agent "billing" a description or the handoff its own`},
+		},
+		{
+			name: "listen port out of range",
+			yml: `
+server: {listen: ":99999"}
+agents:
+  triage: {model: openai/m}
+graphs: {support: {lead: triage}}`,
+			want: []string{`config invalid: server.listen: ":99999" has no valid port (0 to 65535)`},
+		},
+		{
 			name: "handoff tool name equal to one of the agent's tools",
 			yml: `
 tools:
