@@ -204,6 +204,12 @@ func TestAuthorizationSchemeIsCaseInsensitive(t *testing.T) {
 	if r := gw.Do(context.Background(), http.MethodPut, "/v1/models", nil, nil); r.Status != http.StatusUnauthorized {
 		t.Errorf("PUT /v1/models without a key: %d, want 401", r.Status)
 	}
+	// The five chat requests turned away are counted, with no graph; the
+	// other routes' are not requests of runs.
+	metrics := string(gw.Do(context.Background(), http.MethodGet, "/metrics", nil, nil).Body)
+	if want := `switchboard_requests_total{code="invalid_api_key",graph="",status="401"} 5`; !strings.Contains(metrics, want) {
+		t.Errorf("metrics lack %s", want)
+	}
 }
 
 func TestProviderSecretsReachNoClientOrLog(t *testing.T) {

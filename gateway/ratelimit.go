@@ -59,13 +59,13 @@ func (s *Server) rateLimit(c *gin.Context) {
 	if err != nil {
 		// Fail closed: a limit that cannot be counted is not lifted.
 		s.log.Warn("rate limit check failed", "principal", who, "err", err)
-		s.abort(c, &Error{Status: http.StatusServiceUnavailable, Code: codeStoreUnavailable, Message: "the rate limit store cannot be reached; retry later"})
+		s.reject(c, &Error{Status: http.StatusServiceUnavailable, Code: codeStoreUnavailable, Message: "the rate limit store cannot be reached; retry later"})
 		return
 	}
 	setRateHeaders(c.Writer.Header(), st)
 	if !st.Allowed {
 		c.Header("Retry-After", strconv.FormatInt(int64(math.Ceil(max(st.RetryAfter, time.Second).Seconds())), 10))
-		s.abort(c, rateLimitError(who, lim, st))
+		s.reject(c, rateLimitError(who, lim, st))
 		return
 	}
 	c.Next()

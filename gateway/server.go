@@ -207,7 +207,19 @@ func (s *Server) auth(c *gin.Context) {
 			}
 		}
 	}
-	s.abort(c, &Error{Status: http.StatusUnauthorized, Code: codeInvalidAPIKey, Message: "a valid API key is required (Authorization: Bearer <key>)"})
+	s.reject(c, &Error{Status: http.StatusUnauthorized, Code: codeInvalidAPIKey, Message: "a valid API key is required (Authorization: Bearer <key>)"})
+}
+
+// reject answers err for a request turned away before its handler (no key,
+// over a rate limit). A run's request (chat, responses, MCP) is counted in
+// the request metrics as its handler would have counted it, with no graph
+// named: it was never read.
+func (s *Server) reject(c *gin.Context, err *Error) {
+	switch c.FullPath() {
+	case "/v1/chat/completions", "/v1/responses", "/mcp":
+		s.observe("", err.Status, err.Code, time.Now(), 0)
+	}
+	s.abort(c, err)
 }
 
 func principal(c *gin.Context) string { return c.GetString(principalKey) }
