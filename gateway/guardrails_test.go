@@ -419,6 +419,15 @@ func TestModelJudge(t *testing.T) {
 	if !strings.Contains(metrics, `switchboard_guardrail_checks_total{guardrail="jailbreak",outcome="tripped",stage="input"} 1`) {
 		t.Error("metrics lack the tripped check")
 	}
+	// The judge's call is a provider call as the agents' are (CONTRACT §5).
+	for _, want := range []string{
+		`switchboard_provider_request_duration_seconds_count{model="judge-model",provider="fake"} 1`,
+		`switchboard_tokens_total{model="judge-model",provider="fake",type="input"} 10`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
 }
 
 // A handoff target's own input guardrail checks the same input alongside
@@ -549,5 +558,29 @@ func TestModelJudgeTokensCountAgainstBudget(t *testing.T) {
 	}
 	if n := len(tools.got("/charges")); n != 1 {
 		t.Errorf("the tool ran %d times, want once", n)
+	}
+}
+
+// A model judge's call is traced as the agents' calls are: a `chat` span
+// (CONTRACT §5: one per provider call), under its guardrail's span.
+func TestModelJudgeIsAChatSpan(t *testing.T) {
+	fake := fakeupstream.New(t)
+	fake.SetFallback(func(r fakeupstream.Request) fakeupstream.Reply {
+		if r.Parsed.Model == "judge-model" {
+			return fakeupstream.Reply{Text: `{"tripwire": false}`}
+		}
+		return fakeupstream.Reply{Text: "Fine."}
+	})
+	coll, collURL := newCollector(t)
+	gw, _ := guardDesk(t, guardLists{graphIn: "jailbreak", extra: "telemetry:\n  otlp_endpoint: " + collURL + "\n"}, fake, nil)
+	if r := guardChat(t, gw, gwtest.User("support", "hello"), nil); r.Choices[0].FinishReason != "stop" {
+		t.Fatalf("reply %+v", r)
+	}
+	gw.Close() // flush spans
+	spans := string(coll.bytes())
+	for _, want := range []string{"guardrail jailbreak", "chat judge-model", "chat triage-model"} {
+		if !strings.Contains(spans, want) {
+			t.Errorf("no %q in the exported spans", want)
+		}
 	}
 }

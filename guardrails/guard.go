@@ -295,7 +295,7 @@ func (ic *Interceptor) start(ctx context.Context, call *runtime.ModelCall, stage
 	var wg sync.WaitGroup
 	for i, g := range list {
 		c := &Check{Guardrail: g, Stage: stage, Text: text, Agent: call.Agent.Name, Graph: call.Run.Graph.Name,
-			SessionID: call.Run.SessionID, Principal: call.Run.Principal, Run: call.Run}
+			SessionID: call.Run.SessionID, Principal: call.Run.Principal, Run: call.Run, On: call.Agent}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

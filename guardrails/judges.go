@@ -28,9 +28,11 @@ type Check struct {
 	Graph     string
 	SessionID string
 	Principal string
-	// Run is the run whose text is checked: a model judge's tokens count
-	// against its max_tokens_per_run. Nil outside a run.
+	// Run is the run whose text is checked, and On the agent whose text it
+	// is: a model judge's call is one of the run's (RunInfo.CallModel).
+	// Nil outside a run.
 	Run *runtime.RunInfo
+	On  *graphs.Agent
 }
 
 // Verdict is a judge's answer.
@@ -97,15 +99,21 @@ func (m Model) Judge(ctx context.Context, c *Check) (Verdict, error) {
 		msgs = append(msgs, runtime.Message{Role: runtime.RoleSystem, Content: g.Instructions})
 	}
 	msgs = append(msgs, runtime.Message{Role: runtime.RoleUser, Content: c.Text})
-	resp, err := m.Model.Chat(ctx, &runtime.ChatRequest{
+	req := &runtime.ChatRequest{
 		Model:    g.Model,
 		Messages: runtime.Prompt{msgs},
 		Params:   &runtime.Params{ResponseFormat: jsonObject},
-	}, nil)
+	}
+	var resp *runtime.ChatResponse
+	var err error
+	if c.Run != nil && c.On != nil {
+		resp, err = c.Run.CallModel(ctx, c.On, req)
+	} else {
+		resp, err = m.Model.Chat(ctx, req, nil)
+	}
 	if err != nil {
 		return Verdict{}, fmt.Errorf("judge model %s: %w", g.Model, err)
 	}
-	runtime.ChargeTokens(c.Run, resp.Usage)
 	return ParseVerdict([]byte(resp.Message.Content))
 }
 

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
+
+	"github.com/switchboard-ai/switchboard/graphs"
 )
 
 // ErrBudgetExceeded: the run's tokens reached the graph's
@@ -62,12 +65,33 @@ func tokensOf(u Usage) int64 {
 	return int64(u.TotalTokens)
 }
 
+// CallModel makes a model call of the run outside its agents' turns: a
+// model guardrail's judge, for agent's text. It is traced as a `chat` span
+// and counted in the provider metrics as the agents' calls are (CONTRACT
+// §5), and its tokens count against max_tokens_per_run (§8: "sub-agents
+// and model guardrails included"), but it passes none of the
+// interceptors (a guardrail would judge its own judge) and is not in the
+// reply's usage. The budget does not refuse it: a guardrail that cannot
+// check fails closed, and the run's next model call is refused instead.
+func (ri *RunInfo) CallModel(ctx context.Context, agent *graphs.Agent, req *ChatRequest) (*ChatResponse, error) {
+	rn := ri.rn
+	if rn == nil {
+		return nil, errors.New("runtime: CallModel needs a run's RunInfo")
+	}
+	call := &ModelCall{Run: ri, Agent: agent, Request: req}
+	ctx, span := rn.obs.startModel(ctx, call)
+	start := time.Now()
+	resp, err := rn.opts.Model.Chat(ctx, req, nil)
+	resp, err = rn.obs.endModel(span, call, time.Since(start), resp, err)
+	if resp != nil {
+		ChargeTokens(ri, resp.Usage)
+	}
+	return resp, err
+}
+
 // ChargeTokens counts against the run's max_tokens_per_run the usage of a
-// model call the run made outside its model chain: a model guardrail's
-// judge (CONTRACT §8: "sub-agents and model guardrails included"). The
-// judge itself always runs, since a guardrail that cannot check fails
-// closed; the run's next model call is refused once the sum has reached
-// the budget. run may be nil.
+// model call the run made outside its model chain (CallModel). run may be
+// nil.
 func ChargeTokens(run *RunInfo, u Usage) {
 	if run == nil {
 		return

@@ -50,6 +50,7 @@ type Runner struct {
 	opts    Options
 	log     *slog.Logger
 	chains  chains
+	obs     *observer
 	prompts promptCache
 	metrics Metrics // never nil
 	// notifying counts on_approval_required calls in flight (Wait);
@@ -85,7 +86,7 @@ func New(opts Options) *Runner {
 	// The budget is outside the spans: a call it refuses never starts. The
 	// permission gate is inside them, so that a decision is on the call's
 	// span.
-	r.metrics = obs.metrics
+	r.metrics, r.obs = obs.metrics, obs
 	r.chains = buildChains(append([]Interceptor{budget{}, obs, permissionGate{tracer: obs.tracer}}, opts.Interceptors...))
 	return r
 }
