@@ -8,7 +8,7 @@
 import { test, beforeEach } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { GATEWAY, fake, tools, reset, client, sessionId, user, toolResults, collect, text, finishReason } from './helpers.mjs';
+import { GATEWAY, fake, tools, reset, client, sessionId, user, toolResults, collect, text, finishReason, assertWellFormed } from './helpers.mjs';
 
 beforeEach(reset);
 
@@ -77,6 +77,28 @@ test('chat: ask pauses with approval_required; approved by POST, an empty messag
   assert.equal(reqs.length, 3);
   assert.match(toolResults(reqs[2]).l1, /ch_1/);
   for (const m of reqs[2].body.messages) assert.ok(!String(m.content ?? '').includes('Approval required'), 'the approval message reached the model');
+});
+
+test('chat: an approved call still runs when the next request brings a new user message, and its result comes first', async () => {
+  await pauseScript();
+  const id = sessionId('approve-then-new');
+  const oa = client({ defaultHeaders: { 'X-Session-Id': id } });
+  const c = await oa.chat.completions.create(user('why two charges?', { metadata: gate }));
+  const [a] = c.metadata.approvals;
+  const [status] = await decide(id, a.id, { approve: true });
+  assert.equal(status, 200);
+
+  await fake.script({ text: 'About your other question.' });
+  const done = await oa.chat.completions.create(user('and another thing', { metadata: gate }));
+  assert.equal(done.choices[0].message.content, 'About your other question.');
+  assert.deepEqual(await tools.calls(), [{ path: '/charges', body: '{}' }], 'the approved call did not run');
+  const reqs = await fake.requests();
+  assertWellFormed(reqs);
+  const msgs = reqs[2].body.messages;
+  const result = msgs.findIndex((m) => m.role === 'tool' && m.tool_call_id === 'l1');
+  const asked = msgs.findIndex((m) => m.role === 'user' && m.content === 'and another thing');
+  assert.ok(result >= 0 && asked > result, `want l1's result, then the new message: ${JSON.stringify(msgs)}`);
+  assert.match(msgs[result].content, /ch_1/);
 });
 
 test('chat stream: the pause is one chunk with the approvals; rejected in the next request, with the history resent', async () => {
