@@ -8,8 +8,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/switchboard-ai/switchboard/internal/redact"
 	"time"
+
+	"github.com/switchboard-ai/switchboard/internal/redact"
 )
 
 // Approvals are the decisions a permission rule's `ask` waits for

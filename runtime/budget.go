@@ -83,20 +83,8 @@ func (ri *RunInfo) CallModel(ctx context.Context, agent *graphs.Agent, req *Chat
 	start := time.Now()
 	resp, err := rn.opts.Model.Chat(ctx, req, nil)
 	resp, err = rn.obs.endModel(span, call, time.Since(start), resp, err)
-	if resp != nil {
-		ChargeTokens(ri, resp.Usage)
+	if used, _ := ri.Value(budgetKey{}).(*atomic.Int64); used != nil && resp != nil {
+		used.Add(tokensOf(resp.Usage))
 	}
 	return resp, err
-}
-
-// ChargeTokens counts against the run's max_tokens_per_run the usage of a
-// model call the run made outside its model chain (CallModel). run may be
-// nil.
-func ChargeTokens(run *RunInfo, u Usage) {
-	if run == nil {
-		return
-	}
-	if used, _ := run.Value(budgetKey{}).(*atomic.Int64); used != nil {
-		used.Add(tokensOf(u))
-	}
 }
