@@ -118,6 +118,23 @@ func TestMCPListsGraphsAsTools(t *testing.T) {
 	}
 }
 
+// callSupport calls the support graph's tool with args, which must succeed,
+// and returns its text and its structured content.
+func callSupport(t *testing.T, cs *mcp.ClientSession, args map[string]any) (string, map[string]any) {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "support", Arguments: args})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.IsError {
+		t.Fatalf("support(%v) failed: %s", args, resultText(t, res))
+	}
+	js, _ := json.Marshal(res.StructuredContent)
+	var meta map[string]any
+	_ = json.Unmarshal(js, &meta)
+	return resultText(t, res), meta
+}
+
 func TestMCPCallRunsTheGraphInASession(t *testing.T) {
 	fake := fakeupstream.New(t,
 		fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("call_1", "transfer_to_billing", `{"reason":"invoice"}`)}},
@@ -129,31 +146,17 @@ func TestMCPCallRunsTheGraphInASession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	call := func(args map[string]any) (*mcp.CallToolResult, map[string]any) {
-		t.Helper()
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "support", Arguments: args})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res.IsError {
-			t.Fatalf("support(%v) failed: %s", args, resultText(t, res))
-		}
-		js, _ := json.Marshal(res.StructuredContent)
-		var meta map[string]any
-		_ = json.Unmarshal(js, &meta)
-		return res, meta
-	}
-	res, meta := call(map[string]any{"message": "Is my invoice paid?", "session_id": "mcp-sess-1"})
-	if got := resultText(t, res); got != "Your invoice INV-7 is paid." {
+	call := func(args map[string]any) (string, map[string]any) { return callSupport(t, cs, args) }
+	got, meta := call(map[string]any{"message": "Is my invoice paid?", "session_id": "mcp-sess-1"})
+	if got != "Your invoice INV-7 is paid." {
 		t.Errorf("text = %q", got)
 	}
 	if meta["agentName"] != "billing" || meta["sessionId"] != "mcp-sess-1" {
 		t.Errorf("structured content = %v, want agentName billing, sessionId mcp-sess-1", meta)
 	}
 	// The session goes on at billing, for the same key.
-	res, meta = call(map[string]any{"message": "When?", "session_id": "mcp-sess-1"})
-	if got := resultText(t, res); got != "It was paid on May 2." || meta["agentName"] != "billing" {
+	got, meta = call(map[string]any{"message": "When?", "session_id": "mcp-sess-1"})
+	if got != "It was paid on May 2." || meta["agentName"] != "billing" {
 		t.Errorf("second turn = %q by %v", got, meta["agentName"])
 	}
 	reqs := fake.Requests()
@@ -221,20 +224,7 @@ func TestMCPCallPausesForApproval(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	call := func(args map[string]any) (string, map[string]any) {
-		t.Helper()
-		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "support", Arguments: args})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res.IsError {
-			t.Fatalf("support(%v) failed: %s", args, resultText(t, res))
-		}
-		js, _ := json.Marshal(res.StructuredContent)
-		var meta map[string]any
-		_ = json.Unmarshal(js, &meta)
-		return resultText(t, res), meta
-	}
+	call := func(args map[string]any) (string, map[string]any) { return callSupport(t, cs, args) }
 	text, meta := call(map[string]any{"message": "refund please", "session_id": "mcp-apr"})
 	aps, _ := meta["approvals"].([]any)
 	if text != `Approval required: transfer_to_billing {"reason":"refund"}` || meta["event"] != "approval_required" || len(aps) != 1 {
