@@ -184,6 +184,7 @@ func (r *responsesRenderer) result(res *runtime.Result) *Error {
 	}
 	if r.w != nil {
 		r.rnd.complete()
+		r.w.done()
 		return nil
 	}
 	c.Header("X-Agent-Name", res.Agent)
@@ -204,7 +205,13 @@ func (r *responsesRenderer) guard() *streamGuard {
 
 // fail answers a failed run: response.failed once the stream started, an
 // HTTP error before.
-func (r *responsesRenderer) fail(e *Error) bool { return r.rnd.fail(e) }
+func (r *responsesRenderer) fail(e *Error) bool {
+	if !r.rnd.fail(e) {
+		return false
+	}
+	r.w.done()
+	return true
+}
 
 // runOrFork runs rreq. When it continues from a point its session has moved
 // past, or is moving past (another run holds it), or when it runs on a
@@ -301,6 +308,10 @@ type responsesSSE struct {
 	stream  *streamGuard // every write goes through it
 	started bool
 }
+
+// done ends the stream with the literal [DONE], after its terminal event,
+// as the Open Responses specification asks; OpenAI's clients skip it.
+func (w *responsesSSE) done() { w.stream.write([]byte("data: [DONE]\n\n")) }
 
 func (w *responsesSSE) send(typ string, ev any) {
 	b, err := json.Marshal(ev)

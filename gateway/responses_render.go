@@ -161,13 +161,16 @@ func (r *responseRender) openMessage() {
 }
 
 // closeMessage completes the open message item, if any.
-func (r *responseRender) closeMessage() {
+func (r *responseRender) closeMessage() { r.closeMessageAs("completed") }
+
+// closeMessageAs ends the open message item, if any, with status.
+func (r *responseRender) closeMessageAs(status string) {
 	m := r.msg
 	if m == nil {
 		return
 	}
 	r.msg = nil
-	m.Status = "completed"
+	m.Status = status
 	if r.send == nil {
 		return
 	}
@@ -201,7 +204,13 @@ func (r *responseRender) finish(res *runtime.Result, metadata map[string]string)
 	if !r.said && res.Message.Content != "" && !paused {
 		r.text(res.Message.Content)
 	}
-	r.closeMessage()
+	// A message the model's token budget cut short is incomplete, like
+	// the response (Open Responses: items are state machines).
+	last := "completed"
+	if res.FinishReason == "length" {
+		last = "incomplete"
+	}
+	r.closeMessageAs(last)
 	if paused {
 		// The pause is a message item of its own, as the chat reply's
 		// content: one line per approval (docs/permissions.md).
@@ -212,6 +221,12 @@ func (r *responseRender) finish(res *runtime.Result, metadata map[string]string)
 		for _, tc := range res.Message.ToolCalls {
 			r.functionCall(tc)
 		}
+	}
+	if !r.modelOutput() {
+		// A run whose model said nothing still answers with a message,
+		// empty: a response's output holds what the model produced.
+		r.openMessage()
+		r.closeMessageAs(last)
 	}
 	r.resp.Usage = &responseUsage{InputTokens: res.Usage.PromptTokens, OutputTokens: res.Usage.CompletionTokens, TotalTokens: res.Usage.TotalTokens}
 	for k, v := range metadata {
@@ -239,6 +254,18 @@ func (r *responseRender) finish(res *runtime.Result, metadata map[string]string)
 		now := time.Now().Unix()
 		r.resp.CompletedAt = &now
 	}
+}
+
+// modelOutput reports whether the output holds a message or a function
+// call: what the model produced, as against handoff items.
+func (r *responseRender) modelOutput() bool {
+	for _, it := range r.resp.Output {
+		switch it.(type) {
+		case *messageItem, *functionCallItem:
+			return true
+		}
+	}
+	return false
 }
 
 // complete sends the finished response, as response.completed (or

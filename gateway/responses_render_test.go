@@ -38,6 +38,7 @@ func (s specs) stream(t *testing.T, evs []recorded) {
 	for _, e := range evs {
 		b = append(append(append(append(append(b, "event: "...), e.typ...), "\ndata: "...), e.body...), "\n\n"...)
 	}
+	b = append(b, "data: [DONE]\n\n"...) // responsesSSE.done's, after the render's last event
 	if _, err := s.c.CheckReply("POST", "/v1/responses", 200, "text/event-stream", b); err != nil {
 		t.Error(err)
 	}
@@ -289,5 +290,44 @@ func TestRenderIncomplete(t *testing.T) {
 	sp.response(t, doc)
 	if evs[len(evs)-1].typ != "response.incomplete" || !strings.Contains(string(doc), `"incomplete_details":{"reason":"max_output_tokens"}`) {
 		t.Errorf("incomplete: %v %s", types(evs), doc)
+	}
+	// The message the budget cut short is incomplete too, in the
+	// response and in its output_item.done event.
+	var r struct {
+		Output []struct {
+			Status string `json:"status"`
+		} `json:"output"`
+	}
+	if err := json.Unmarshal(doc, &r); err != nil || len(r.Output) != 1 || r.Output[0].Status != "incomplete" {
+		t.Errorf("cut message: %s", doc)
+	}
+	for _, e := range evs {
+		if e.typ == "response.output_item.done" && !strings.Contains(string(e.body), `"status":"incomplete"`) {
+			t.Errorf("output_item.done: %s", e.body)
+		}
+	}
+}
+
+// A run whose model said nothing answers with one empty message: a
+// response's output holds what the model produced (Open Responses), and the
+// stream opens and closes that message.
+func TestRenderEmptyAnswer(t *testing.T) {
+	sp := loadSpecs(t)
+	res := runtime.Result{Agent: "billing", Message: runtime.Message{Role: "assistant"}, FinishReason: "stop"}
+	for _, streamed := range []bool{false, true} {
+		doc, evs := render(t, decodeReq(t, `{"model":"support","input":"hi"}`), streamed, nil, &res)
+		sp.response(t, doc)
+		if got := outputSummary(t, doc); !cmp.Equal(got, []string{"message/completed:"}) {
+			t.Errorf("stream %v: output %v", streamed, got)
+		}
+		if !streamed {
+			continue
+		}
+		sp.stream(t, evs)
+		want := []string{"response.created", "response.in_progress", "response.output_item.added", "response.content_part.added",
+			"response.output_text.done", "response.content_part.done", "response.output_item.done", "response.completed"}
+		if got := types(evs); !cmp.Equal(got, want) {
+			t.Errorf("events %v", got)
+		}
 	}
 }

@@ -132,7 +132,7 @@ func (req *responsesRequest) clientTools() []runtime.ToolDef {
 	}
 	out := make([]runtime.ToolDef, len(req.Tools))
 	for i, t := range req.Tools {
-		out[i] = runtime.ToolDef{Name: t.Name, Parameters: t.Parameters}
+		out[i] = runtime.ToolDef{Name: t.Name, Parameters: t.Parameters, Strict: t.Strict != nil && *t.Strict}
 		if t.Description != nil {
 			out[i].Description = *t.Description
 		}

@@ -106,6 +106,10 @@ func stream(t *testing.T, gw *gwtest.Gateway, body map[string]any, header map[st
 	if r.Status != http.StatusOK || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/event-stream") {
 		t.Fatalf("stream: %d %s %s", r.Status, r.Header.Get("Content-Type"), r.Body)
 	}
+	// The terminal event is the literal [DONE] (Open Responses).
+	if !bytes.HasSuffix(r.Body, []byte("\n\ndata: [DONE]\n\n")) {
+		t.Errorf("the stream does not end with [DONE]: %q", r.Body[max(0, len(r.Body)-80):])
+	}
 	var evs []sseEvent
 	var cur sseEvent
 	sc := bufio.NewScanner(bytes.NewReader(r.Body))
@@ -271,6 +275,33 @@ func TestResponsesClientTools(t *testing.T) {
 			assertSystemFirst(t, fake)
 		}
 	})
+}
+
+// A client tool's strict reaches the provider, as on chat: the reply echoes
+// it, and a client that asked for strict arguments must get them.
+func TestResponsesToolStrict(t *testing.T) {
+	gw, fake := sessionDesk(t, "memory://", fakeupstream.Reply{Text: "ok"})
+	strict := map[string]any{"type": "function", "name": "get_weather", "strict": true,
+		"parameters": map[string]any{"type": "object", "properties": map[string]any{}, "required": []any{}, "additionalProperties": false}}
+	create(t, gw, input("weather?", "tools", []any{strict}), nil)
+	var sent struct {
+		Tools []struct {
+			Function struct {
+				Name   string `json:"name"`
+				Strict *bool  `json:"strict"`
+			} `json:"function"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(fake.Requests()[0].Body, &sent); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, tl := range sent.Tools {
+		got[tl.Function.Name] = tl.Function.Strict != nil && *tl.Function.Strict
+	}
+	if !got["get_weather"] {
+		t.Errorf("strict did not reach the provider: %s", fake.Requests()[0].Body)
+	}
 }
 
 // GET returns a stored response as it was sent; DELETE forgets it and

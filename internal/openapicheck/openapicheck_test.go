@@ -144,6 +144,7 @@ func TestCheckResponses(t *testing.T) {
 		return "event: " + name + "\ndata: {\"type\":\"" + name + "\",\"sequence_number\":" + strconv.Itoa(seq) + rest + "}\n\n"
 	}
 	created := ev("response.created", 0, `,"response":`+resp("in_progress", ""))
+	done := "data: [DONE]\n\n"
 	tests := []struct {
 		name, method, path, contentType, body string
 		checked                               int
@@ -158,14 +159,16 @@ func TestCheckResponses(t *testing.T) {
 		{"response incomplete for another reason", "POST", "/v1/responses", "application/json",
 			strings.Replace(resp("incomplete", msg), `"incomplete_details":null`, `"incomplete_details":{"reason":"tired"}`, 1), 1, false},
 		{"stream paused for approvals", "POST", "/v1/responses", "text/event-stream", created +
-			ev("response.incomplete", 1, `,"response":`+strings.Replace(resp("incomplete", msg), `"incomplete_details":null`, `"incomplete_details":{"reason":"approval_required"}`, 1)), 4, true},
+			ev("response.incomplete", 1, `,"response":`+strings.Replace(resp("incomplete", msg), `"incomplete_details":null`, `"incomplete_details":{"reason":"approval_required"}`, 1)) + done, 4, true},
 		{"stream", "POST", "/v1/responses", "text/event-stream", created +
 			ev("switchboard:handoff", 1, `,"from":"triage","to":"billing","toolCallId":"c1"`) +
 			ev("response.output_item.added", 2, `,"output_index":0,"item":`+handoff) +
 			ev("response.output_text.delta", 3, `,"item_id":"msg_1","output_index":1,"content_index":0,"delta":"hi","logprobs":[]`) +
-			ev("response.completed", 4, `,"response":`+resp("completed", handoff+","+msg)), 6, true},
-		{"stream out of sequence", "POST", "/v1/responses", "text/event-stream", created + ev("response.completed", 2, `,"response":`+resp("completed", msg)), 2, false},
-		{"stream with a bad event", "POST", "/v1/responses", "text/event-stream", created + ev("response.output_text.delta", 1, `,"delta":"hi"`), 3, false},
+			ev("response.completed", 4, `,"response":`+resp("completed", handoff+","+msg)) + done, 6, true},
+		{"stream without [DONE]", "POST", "/v1/responses", "text/event-stream", created + ev("response.completed", 1, `,"response":`+resp("completed", msg)), 4, false},
+		{"stream with an event after [DONE]", "POST", "/v1/responses", "text/event-stream", created + done + ev("response.completed", 1, `,"response":`+resp("completed", msg)), 2, false},
+		{"stream out of sequence", "POST", "/v1/responses", "text/event-stream", created + ev("response.completed", 2, `,"response":`+resp("completed", msg)) + done, 2, false},
+		{"stream with a bad event", "POST", "/v1/responses", "text/event-stream", created + ev("response.output_text.delta", 1, `,"delta":"hi"`) + done, 3, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -48,10 +48,12 @@ func (c *Checker) checkResponse(body []byte) (int, error) {
 }
 
 // checkResponseStream judges each event of a Responses stream: its SSE
-// `event:` must be its type, its sequence_number its place from 0.
+// `event:` must be its type, its sequence_number its place from 0, and the
+// stream ends with the literal [DONE] (Open Responses' terminal event).
 func (c *Checker) checkResponseStream(body []byte) (int, error) {
 	n, seq := 0, 0
 	var name string
+	done := false
 	for _, line := range strings.Split(string(body), "\n") {
 		line = strings.TrimSuffix(line, "\r")
 		if v, ok := strings.CutPrefix(line, "event:"); ok {
@@ -63,6 +65,13 @@ func (c *Checker) checkResponseStream(body []byte) (int, error) {
 			continue
 		}
 		data = strings.TrimPrefix(data, " ")
+		if done {
+			return n, fmt.Errorf("response stream: an event after [DONE]: %s", clip([]byte(data)))
+		}
+		if data == "[DONE]" {
+			done = true
+			continue
+		}
 		var ev struct {
 			Type string `json:"type"`
 			Seq  *int   `json:"sequence_number"`
@@ -97,6 +106,9 @@ func (c *Checker) checkResponseStream(body []byte) (int, error) {
 	}
 	if seq == 0 {
 		return 0, errors.New("response stream: no events")
+	}
+	if !done {
+		return n, errors.New("response stream: no data: [DONE] after its last event")
 	}
 	return n, nil
 }
