@@ -481,6 +481,42 @@ func TestTrippedRunSavesNothing(t *testing.T) {
 	}
 }
 
+// A guarded run that fails (here the provider, at its third call) keeps
+// the steps it finished, as every run does (CONTRACT 4.1, 8): only a trip
+// leaves the session as it was. On memory and on Redis.
+func TestFailedGuardedRunKeepsFinishedSteps(t *testing.T) {
+	stores(t, func(t *testing.T, storeURL string) {
+		fake := fakeupstream.New(t,
+			fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("c1", "lookup_charges", `{}`)}},
+			fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("c2", "transfer_to_billing", `{}`)}},
+			fakeupstream.Reply{Status: 400, Text: "bad request"},
+		)
+		lists := guardLists{graphOut: "no_cards", extra: "store: {url: \"" + storeURL + "\"}\n"}
+		gw, _ := guardDesk(t, lists, fake, nil)
+		id := newSessionID(t)
+		r := gw.Chat(gwtest.User("support", "what was I charged?"), session(id))
+		if r.Status != http.StatusBadGateway {
+			t.Fatalf("status %d: %s", r.Status, r.Body)
+		}
+		resp, got := getSession(t, gw, id, nil)
+		if resp.Status != http.StatusOK {
+			t.Fatalf("GET session: %d %s", resp.Status, resp.Body)
+		}
+		var roles []string
+		for _, m := range got.Transcript {
+			roles = append(roles, m.Role)
+		}
+		// user, the tool call and its result, the handoff call, its result
+		// and the routing note; the failed third call added nothing.
+		if want := []string{"user", "assistant", "tool", "assistant", "tool", "system"}; !cmp.Equal(roles, want) {
+			t.Errorf("transcript roles %v, want %v", roles, want)
+		}
+		if got.ActiveAgent != "billing" {
+			t.Errorf("activeAgent %q", got.ActiveAgent)
+		}
+	})
+}
+
 // In the Responses API a tripped run is an incomplete response.
 func TestResponsesGuardrail(t *testing.T) {
 	fake := fakeupstream.New(t, fakeupstream.Reply{Text: "Card 4111 1111 1111 1111."})

@@ -34,6 +34,12 @@ func (r *Runner) runSession(ctx context.Context, req *Request, emit func(Event))
 	if !rn.session.released && errors.Is(context.Cause(ctx), ErrLeaseLost) {
 		return nil, leaseLost()
 	}
+	if err != nil {
+		// Even when the client has gone: its finished steps are kept.
+		if kerr := rn.session.keepFinished(context.WithoutCancel(ctx), rn); kerr != nil {
+			r.log.Warn("save the finished steps of a failed run", "session", req.SessionID, "err", kerr)
+		}
+	}
 	return res, err
 }
 
@@ -107,6 +113,12 @@ type sessionSaver struct {
 	replace  bool // the next save rewrites the whole session
 	released bool // the last save gave the lock back
 	atEnd    bool // only the last save writes (SaveAtEnd)
+	// With atEnd, the steps the run has finished, unwritten:
+	// transcript[:finished], with finishedBy holding the session. A run
+	// that fails writes them (keepFinished), as any run keeps its finished
+	// steps; only an answer or a halt ends it otherwise.
+	finished   int
+	finishedBy string
 }
 
 // replaced records that an input filter rewrote the run's transcript: the
@@ -120,6 +132,7 @@ func (sv *sessionSaver) replaced() { sv.saved, sv.replace = 0, true }
 // runSession to release.
 func (sv *sessionSaver) save(ctx context.Context, rn *run, holder string, last bool) error {
 	if sv.atEnd && !last {
+		sv.finished, sv.finishedBy = len(rn.transcript), holder
 		return nil
 	}
 	w := Write{ActiveAgent: holder, Replace: sv.replace, Messages: rn.transcript, Release: last}
@@ -151,6 +164,23 @@ func (sv *sessionSaver) save(ctx context.Context, rn *run, holder string, last b
 		rn.apprMu.Unlock()
 	}
 	return nil
+}
+
+// keepFinished writes the steps a run saving at its end had finished when
+// it failed (a provider error, max_steps, a budget, the client gone): what
+// a run that saves step by step would have stored. A halted run (a
+// guardrail that tripped) ends with a result, not an error, and keeps
+// nothing.
+func (sv *sessionSaver) keepFinished(ctx context.Context, rn *run) error {
+	if !sv.atEnd || sv.finished == 0 || sv.released {
+		return nil
+	}
+	all := rn.transcript
+	rn.transcript = all[:sv.finished]
+	sv.atEnd = false
+	err := sv.save(ctx, rn, sv.finishedBy, false)
+	rn.transcript = all
+	return err
 }
 
 // hasNewMessage reports whether input brings a message other than tool
