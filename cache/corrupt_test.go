@@ -30,6 +30,9 @@ func TestRedisCorruptSession(t *testing.T) {
 			}
 			return s.client.Set(ctx, k.msgs, "a string, not a list", 0).Err()
 		}, "wrong type"},
+		{"a length that is not a number", func(ctx context.Context, s *Redis, k sessionKeys) error {
+			return s.client.HSet(ctx, k.meta, "len", "abc").Err()
+		}, "its length is not a number"},
 		{"a lock of the wrong type", func(ctx context.Context, s *Redis, k sessionKeys) error {
 			return s.client.HSet(ctx, k.lock, "x", "y").Err()
 		}, "wrong type"},
@@ -59,6 +62,40 @@ func TestRedisCorruptSession(t *testing.T) {
 				if ce.ID != k.ID || !strings.Contains(ce.Reason, tc.reason) {
 					t.Errorf("%s: %q for session %q, want %q", op, ce.Reason, ce.ID, tc.reason)
 				}
+			}
+		})
+	}
+}
+
+// A save that finds its session's length or size damaged writes nothing
+// and reports the session corrupt. Read as a list that disagrees with its
+// length, a damaged length used to start the list anew: the next turn
+// deleted the session's history.
+func TestRedisSaveKeepsDamagedSession(t *testing.T) {
+	for field, reason := range map[string]string{"len": "its length is not a number", "bytes": "its size in bytes is not a number"} {
+		t.Run(field, func(t *testing.T) {
+			ctx := context.Background()
+			s := openRedis(t, Options{CacheEntries: -1})
+			k := testKey(t, s)
+			keys := keysFor(k)
+			t.Cleanup(func() { s.client.Del(ctx, keys.lock) })
+			if _, err := turn(t, s, k, runtime.Write{Messages: []runtime.Message{{Role: "user", Content: "hi"}, {Role: "assistant", Content: "hello"}}, ActiveAgent: "a"}); err != nil {
+				t.Fatal(err)
+			}
+			_, lease, err := s.Acquire(ctx, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.client.HSet(ctx, keys.meta, field, "lots").Err(); err != nil {
+				t.Fatal(err)
+			}
+			_, err = s.Save(ctx, k, lease, runtime.Write{Messages: []runtime.Message{{Role: "user", Content: "again"}}, ActiveAgent: "a"})
+			var ce *runtime.SessionCorruptError
+			if !errors.As(err, &ce) || ce.ID != k.ID || !strings.Contains(ce.Reason, reason) {
+				t.Fatalf("Save: %v, want the session corrupt: %s", err, reason)
+			}
+			if n, err := s.client.LLen(ctx, keys.msgs).Result(); err != nil || n != 2 {
+				t.Errorf("the list holds %d messages (%v), want the 2 it had", n, err)
 			}
 		})
 	}

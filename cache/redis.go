@@ -131,6 +131,9 @@ func failSession(ctx context.Context, op string, key runtime.SessionKey, err err
 	return fail(ctx, op, err)
 }
 
+// corruptMark starts the error a script returns for damaged records.
+const corruptMark = "SBCORRUPT "
+
 // damage says how a session's records are damaged when Redis refused a
 // script for what it found in them (a key of the wrong type, a version
 // that is not a number), and is empty for any other failure: those are
@@ -142,6 +145,10 @@ func damage(err error) string {
 		return "one of its keys holds the wrong type of value"
 	case strings.Contains(msg, "hash value is not an integer"):
 		return "its version is not a number"
+	}
+	// What the scripts themselves find damaged (scripts.go).
+	if _, why, ok := strings.Cut(msg, corruptMark); ok {
+		return why
 	}
 	return ""
 }

@@ -30,6 +30,7 @@ const luaRead = `
 local function read(epoch, have)
   local meta = redis.call('HMGET', KEYS[2], 'agent', 'version', 'epoch', 'len', 'approvals')
   if not meta[2] then return nil end
+  if meta[4] and not tonumber(meta[4]) then return redis.error_reply('SBCORRUPT its length is not a number') end
   local n = redis.call('LLEN', KEYS[1])
   local from = 0
   if meta[3] == epoch and tonumber(meta[4]) == n and have <= n then from = have end
@@ -65,7 +66,10 @@ return read(ARGV[1], tonumber(ARGV[2])) or {0}
 // from 0). With release set the lock is deleted after the write, so
 // that a run's last save and its release are one round trip.
 // A list that disagrees with meta's len (evicted under memory pressure)
-// starts a new epoch so that no cache trusts it.
+// starts a new epoch so that no cache trusts it; a len or bytes that is not
+// a number is damage (an SBCORRUPT error, session_corrupt), never a reason
+// to drop the list.
+// (luaRead refuses a len that is not a number the same way.)
 //
 // The write id, unique to one Save call, is checked before the lock: a retry
 // of a save that already ran answers as the first run did even though that
@@ -80,6 +84,8 @@ if meta[4] == ARGV[6] then
   return {1, tonumber(meta[1]), meta[2], n, n - count}
 end
 if redis.call('GET', KEYS[3]) ~= ARGV[1] then return {0} end
+if meta[3] and not tonumber(meta[3]) then return redis.error_reply('SBCORRUPT its length is not a number') end
+if meta[5] and not tonumber(meta[5]) then return redis.error_reply('SBCORRUPT its size in bytes is not a number') end
 local epoch = meta[2]
 local reset = ARGV[3] == '1' or not epoch or tonumber(meta[3]) ~= redis.call('LLEN', KEYS[1])
 local bytes = 0
