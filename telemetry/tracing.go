@@ -23,6 +23,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/switchboard-ai/switchboard/graphs"
+	"github.com/switchboard-ai/switchboard/internal/redact"
 )
 
 // ScopeName is the instrumentation scope of the spans this package creates.
@@ -83,11 +84,12 @@ func Setup(ctx context.Context, cfg graphs.Telemetry, logger *slog.Logger) (*Tra
 		attrs = append(attrs, semconv.ServiceVersion(v))
 	}
 	t.sdk = sdktrace.NewTracerProvider(
-		sdktrace.WithBatcher(&loggingExporter{SpanExporter: exp, logger: logger, endpoint: endpoint}),
+		sdktrace.WithBatcher(&loggingExporter{SpanExporter: exp, logger: logger, endpoint: redact.URL(endpoint)}),
 		sdktrace.WithResource(resource.NewWithAttributes(semconv.SchemaURL, attrs...)),
 	)
 	t.Provider = t.sdk
-	logger.Info("tracing enabled", "otlp_endpoint", endpoint, "service", name)
+	// A collector's URL may carry a password: logged masked (CONTRACT §14).
+	logger.Info("tracing enabled", "otlp_endpoint", redact.URL(endpoint), "service", name)
 	return t, nil
 }
 
@@ -114,10 +116,10 @@ func (t *Tracing) Shutdown(ctx context.Context) error {
 func tracesURL(base string) (string, error) {
 	u, err := url.Parse(strings.TrimSpace(base))
 	if err != nil {
-		return "", fmt.Errorf("otlp endpoint %q: %w", base, err)
+		return "", fmt.Errorf("otlp endpoint %q: %w", redact.URL(base), errors.New(redact.Secrets(err.Error())))
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", fmt.Errorf("otlp endpoint %q: %w", base, errEndpointURL)
+		return "", fmt.Errorf("otlp endpoint %q: %w", redact.URL(base), errEndpointURL)
 	}
 	p := strings.TrimRight(u.Path, "/")
 	if !strings.HasSuffix(p, tracesPath) {
@@ -151,7 +153,7 @@ type loggingExporter struct {
 // ExportSpans exports spans and logs a failure.
 func (e *loggingExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
 	if err := e.SpanExporter.ExportSpans(ctx, spans); err != nil {
-		e.logger.Warn("trace export failed", "otlp_endpoint", e.endpoint, "spans", len(spans), "err", err)
+		e.logger.Warn("trace export failed", "otlp_endpoint", e.endpoint, "spans", len(spans), "err", redact.Secrets(err.Error()))
 	}
 	return nil
 }

@@ -184,6 +184,34 @@ func TestExportFailureIsLogged(t *testing.T) {
 	}
 }
 
+// A collector's URL with a password is logged masked, at start and when
+// an export fails (CONTRACT §14).
+func TestEndpointPasswordIsMaskedInLogs(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	host := strings.TrimPrefix(srv.URL, "http://")
+	srv.Close()
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(&lockedWriter{mu: &mu, w: &logs}, nil))
+	tr, err := Setup(context.Background(), graphs.Telemetry{OTLPEndpoint: "http://u:pw-secret-1@" + host}, logger)
+	if err != nil {
+		t.Fatalf("Setup: %v", err)
+	}
+	_, span := tr.Provider.Tracer("test").Start(context.Background(), "lost")
+	span.End()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := tr.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	got := logs.String()
+	if strings.Contains(got, "pw-secret-1") || strings.Count(got, "u:xxxxx@"+host+"/v1/traces") != 2 {
+		t.Errorf("logs:\n%s", got)
+	}
+}
+
 type lockedWriter struct {
 	mu *sync.Mutex
 	w  io.Writer

@@ -19,6 +19,7 @@ import (
 	"github.com/switchboard-ai/switchboard/examples"
 	"github.com/switchboard-ai/switchboard/graphs"
 	"github.com/switchboard-ai/switchboard/internal/app"
+	"github.com/switchboard-ai/switchboard/internal/redact"
 	"github.com/switchboard-ai/switchboard/providers"
 )
 
@@ -139,12 +140,28 @@ func load(path string) (*graphs.Set, error) {
 		cfg, err = graphs.LoadFile(path, builtin, os.Getenv)
 	}
 	if err != nil {
-		return nil, err
+		return nil, masked(err)
 	}
 	if err := cache.CheckURL(cfg.Store.URL); err != nil {
-		return nil, &graphs.ConfigError{Problems: []string{"config invalid: store.url: " + err.Error()}}
+		return nil, masked(&graphs.ConfigError{Problems: []string{"config invalid: store.url: " + err.Error()}})
 	}
 	return cfg, nil
+}
+
+// masked returns a config error with the credentials its lines quote
+// masked: a problem may quote a URL as written, with its password or a
+// secret query parameter, and the lines go to stderr and, on a reload,
+// to the log (CONTRACT §14).
+func masked(err error) error {
+	var ce *graphs.ConfigError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	out := &graphs.ConfigError{Problems: make([]string, len(ce.Problems))}
+	for i, p := range ce.Problems {
+		out.Problems[i] = redact.Secrets(p)
+	}
+	return out
 }
 
 func serve(cfg *graphs.Set, reloader app.Reloader, stderr io.Writer) int {

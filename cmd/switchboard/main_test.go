@@ -211,3 +211,23 @@ func TestValidateStoreURL(t *testing.T) {
 		t.Errorf("SWITCHBOARD_STORE_URL: exit %d, stderr %q", code, errOut)
 	}
 }
+
+// A config problem that quotes a URL quotes it without its password or a
+// secret query parameter, whichever setting holds it (CONTRACT §14).
+func TestConfigProblemsMaskCredentials(t *testing.T) {
+	demo, err := os.ReadFile("../../examples/demo.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, yaml := range map[string]string{
+		"a sentinel password":         "store:\n  url: \"redis-sentinel://h:1?master=m&sentinel_password=pwsecret1&bogus=2\"\n" + string(demo),
+		"a password parameter":        "store:\n  url: \"redis://h:1/0?db=x&password=pwsecret1\"\n" + string(demo),
+		"a provider's base_url":       "providers:\n  extra: {base_url: \"http://u:pwsecret1@127.0.0.1:notaport/v1\"}\n" + string(demo),
+		"a collector's otlp_endpoint": "telemetry:\n  otlp_endpoint: \"ftp://u:pwsecret1@127.0.0.1:4318\"\n" + string(demo),
+	} {
+		code, _, errOut := runCLI("validate", "--config", writeConfig(t, yaml))
+		if code != 1 || !strings.Contains(errOut, "config invalid: ") || strings.Contains(errOut, "pwsecret1") {
+			t.Errorf("%s: exit %d, stderr %q", name, code, errOut)
+		}
+	}
+}
