@@ -201,6 +201,9 @@ type guardChunk struct {
 			Stage string `json:"stage"`
 		} `json:"guardrail"`
 	} `json:"metadata"`
+	Usage *struct {
+		TotalTokens int `json:"total_tokens"`
+	} `json:"usage"`
 }
 
 // streamChat posts a streamed request and returns its text, finish reason
@@ -594,6 +597,63 @@ func TestModelJudgeTokensCountAgainstBudget(t *testing.T) {
 	}
 	if n := len(tools.got("/charges")); n != 1 {
 		t.Errorf("the tool ran %d times, want once", n)
+	}
+}
+
+// Once the run's budget is spent, a judge's call does not start either:
+// the run ends with 422 budget_exceeded (CONTRACT §8: "no model call
+// starts"), not with a trip, and the judge model is never asked.
+func TestSpentBudgetStartsNoJudge(t *testing.T) {
+	fake := fakeupstream.New(t)
+	fake.SetFallback(func(r fakeupstream.Request) fakeupstream.Reply {
+		if r.Parsed.Model == "judge-model" {
+			return fakeupstream.Reply{Text: `{"tripwire": false}`}
+		}
+		return fakeupstream.Reply{Text: "an answer", Usage: &fakeupstream.Usage{PromptTokens: 40, CompletionTokens: 5}}
+	})
+	gw, _ := guardDesk(t, guardLists{
+		extra: "  spent: {lead: triage, output_guardrails: [jailbreak], max_tokens_per_run: 40}\n",
+	}, fake, nil)
+	resp := gw.Chat(gwtest.User("spent", "hello"), nil)
+	if resp.Status != http.StatusUnprocessableEntity || resp.ErrorCode(t) != "budget_exceeded" {
+		t.Fatalf("status %d: %s", resp.Status, resp.Body)
+	}
+	for _, r := range fake.Requests() {
+		if r.Parsed.Model == "judge-model" {
+			t.Errorf("the judge was asked after the budget was spent")
+		}
+	}
+}
+
+// A judge's call is one of the run's model calls: the reply's usage counts
+// its tokens (CONTRACT §3.1: "sums every model call of the run"), streamed
+// or not.
+func TestUsageCountsTheJudge(t *testing.T) {
+	fake := fakeupstream.New(t)
+	fake.SetFallback(func(r fakeupstream.Request) fakeupstream.Reply {
+		if r.Parsed.Model == "judge-model" {
+			return fakeupstream.Reply{Text: `{"tripwire": false}`, Usage: &fakeupstream.Usage{PromptTokens: 1000, CompletionTokens: 1}}
+		}
+		return fakeupstream.Reply{Text: "an answer", Usage: &fakeupstream.Usage{PromptTokens: 100, CompletionTokens: 1}}
+	})
+	gw, _ := guardDesk(t, guardLists{
+		extra: "  judged: {lead: triage, input_guardrails: [jailbreak], output_guardrails: [jailbreak]}\n",
+	}, fake, nil)
+	r := guardChat(t, gw, gwtest.User("judged", "hello"), nil)
+	if r.Usage.TotalTokens != 2103 {
+		t.Errorf("usage %d tokens, want the answer's 101 and two judges' 1001 each", r.Usage.TotalTokens)
+	}
+	body := gwtest.User("judged", "hello")
+	body["stream"], body["stream_options"] = true, map[string]any{"include_usage": true}
+	_, _, chunks, _ := streamChat(t, gw, body)
+	var total int
+	for _, c := range chunks {
+		if c.Usage != nil {
+			total = c.Usage.TotalTokens
+		}
+	}
+	if total != 2103 {
+		t.Errorf("streamed usage %d tokens, want 2103", total)
 	}
 }
 

@@ -2,6 +2,7 @@ package guardrails
 
 import (
 	"context"
+	"errors"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -31,9 +32,12 @@ type Trip struct {
 // MetadataKey is the key of the Trip in the runtime.Halt's Metadata.
 const MetadataKey = "guardrail"
 
-// check judges one text, traced and counted, and returns the Halt of a
-// trip, or nil when the text passed.
-func (ic *Interceptor) check(ctx context.Context, c *Check) *runtime.Halt {
+// check judges one text, traced and counted, and returns the *runtime.Halt
+// of a trip, nil when the text passed, or the run's error when the judge's
+// model call could not start because the run's token budget is spent: the
+// run ends with 422 budget_exceeded, as any run that needs a model call
+// past its budget (CONTRACT §8), not with a trip.
+func (ic *Interceptor) check(ctx context.Context, c *Check) error {
 	g := c.Guardrail
 	ctx, span := ic.tracer.Start(ctx, "guardrail "+g.Name, trace.WithAttributes(
 		attribute.String("switchboard.guardrail.stage", c.Stage),
@@ -42,6 +46,13 @@ func (ic *Interceptor) check(ctx context.Context, c *Check) *runtime.Halt {
 	v, err := ic.judge.Judge(ctx, c)
 	outcome := OutcomePassed
 	switch {
+	case errors.Is(err, runtime.ErrBudgetExceeded):
+		span.RecordError(err)
+		span.SetStatus(codes.Error, "token budget spent")
+		if ic.metrics != nil {
+			ic.metrics.GuardrailCheck(g.Name, c.Stage, OutcomeFailed)
+		}
+		return err
 	case err != nil:
 		outcome = OutcomeFailed
 		span.RecordError(err)

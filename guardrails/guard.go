@@ -247,8 +247,10 @@ func InputText(input []runtime.Message) string {
 
 // pending is a set of checks running at once.
 type pending struct {
-	results []*runtime.Halt // per guardrail, nil when it passed
-	tripped chan struct{}   // closed at the first trip
+	// results holds, per guardrail, nil when it passed, else its
+	// *runtime.Halt or the run's error (check).
+	results []error
+	tripped chan struct{} // closed at the first trip or error
 	done    chan struct{}   // closed when every check ended
 	once    sync.Once
 }
@@ -263,26 +265,23 @@ func (p *pending) passed() bool {
 	}
 }
 
-// trip is the first guardrail, in the order of the lists, that tripped;
-// call it once done is closed.
-func (p *pending) trip() *runtime.Halt {
-	for _, h := range p.results {
-		if h != nil {
-			return h
+// trip is the first guardrail, in the order of the lists, that tripped
+// (or could not run for the run's budget); call it once done is closed.
+func (p *pending) trip() error {
+	for _, err := range p.results {
+		if err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
 // wait waits for every check and returns the trip as a *runtime.Halt, if
-// any, or ctx's error when ctx ends first.
+// any (or the run's error), or ctx's error when ctx ends first.
 func (p *pending) wait(ctx context.Context) error {
 	select {
 	case <-p.done:
-		if h := p.trip(); h != nil {
-			return h
-		}
-		return nil
+		return p.trip()
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -291,7 +290,7 @@ func (p *pending) wait(ctx context.Context) error {
 // start runs the checks of text by guardrails, each in a goroutine of its
 // own.
 func (ic *Interceptor) start(ctx context.Context, call *runtime.ModelCall, stage, text string, list []*graphs.Guardrail) *pending {
-	p := &pending{results: make([]*runtime.Halt, len(list)), tripped: make(chan struct{}), done: make(chan struct{})}
+	p := &pending{results: make([]error, len(list)), tripped: make(chan struct{}), done: make(chan struct{})}
 	var wg sync.WaitGroup
 	for i, g := range list {
 		c := &Check{Guardrail: g, Stage: stage, Text: text, Agent: call.Agent.Name, Graph: call.Run.Graph.Name,
@@ -299,8 +298,8 @@ func (ic *Interceptor) start(ctx context.Context, call *runtime.ModelCall, stage
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if h := ic.check(ctx, c); h != nil {
-				p.results[i] = h
+			if err := ic.check(ctx, c); err != nil {
+				p.results[i] = err
 				p.once.Do(func() { close(p.tripped) })
 			}
 		}()

@@ -37,24 +37,37 @@ func (budget) InterceptRun(next RunFunc) RunFunc {
 	}
 }
 
-// InterceptModel refuses a call past the budget and counts each answer's
-// tokens.
+// InterceptModel refuses a call past the budget. Answers are counted
+// where they come, by the innermost model function (charge).
 func (budget) InterceptModel(next ModelFunc) ModelFunc {
 	return func(ctx context.Context, call *ModelCall) (*ChatResponse, error) {
-		limit := call.Run.Graph.MaxTokensPerRun
 		used, _ := call.Run.Value(budgetKey{}).(*atomic.Int64)
-		if limit <= 0 || used == nil {
-			return next(ctx, call)
+		if err := spent(used, call.Run.Graph.MaxTokensPerRun); err != nil {
+			return nil, err
 		}
-		if n := used.Load(); n >= limit {
-			return nil, fmt.Errorf("%w: the run has used %d tokens (max_tokens_per_run %d) and needs another model call", ErrBudgetExceeded, n, limit)
-		}
-		resp, err := next(ctx, call)
-		if resp != nil {
-			used.Add(tokensOf(resp.Usage))
-		}
-		return resp, err
+		return next(ctx, call)
 	}
+}
+
+// charge counts a model call's answer in the run's usage and against its
+// token budget.
+func (ri *RunInfo) charge(u Usage) {
+	ri.rn.addUsage(u)
+	if used, _ := ri.Value(budgetKey{}).(*atomic.Int64); used != nil {
+		used.Add(tokensOf(u))
+	}
+}
+
+// spent refuses a model call once used has reached limit (none when
+// limit is not set).
+func spent(used *atomic.Int64, limit int64) error {
+	if used == nil || limit <= 0 {
+		return nil
+	}
+	if n := used.Load(); n >= limit {
+		return fmt.Errorf("%w: the run has used %d tokens (max_tokens_per_run %d) and needs another model call", ErrBudgetExceeded, n, limit)
+	}
+	return nil
 }
 
 // tokensOf is what a call's usage counts against the budget.
@@ -66,25 +79,30 @@ func tokensOf(u Usage) int64 {
 }
 
 // CallModel makes a model call of the run outside its agents' turns: a
-// model guardrail's judge, for agent's text. It is traced as a `chat` span
-// and counted in the provider metrics as the agents' calls are (CONTRACT
-// §5), and its tokens count against max_tokens_per_run (§8: "sub-agents
-// and model guardrails included"), but it passes none of the
-// interceptors (a guardrail would judge its own judge) and is not in the
-// reply's usage. The budget does not refuse it: a guardrail that cannot
-// check fails closed, and the run's next model call is refused instead.
+// model guardrail's judge, for agent's text. It is one of the run's model
+// calls: traced as a `chat` span and counted in the provider metrics as the
+// agents' calls are (CONTRACT §5), its usage in the reply's (§3.1: "sums
+// every model call of the run"), and its tokens against max_tokens_per_run
+// (§8: "sub-agents and model guardrails included"). So once the budget is
+// spent it does not start, and returns ErrBudgetExceeded: the run ends with
+// 422 budget_exceeded. It passes none of the interceptors (a guardrail
+// would judge its own judge).
 func (ri *RunInfo) CallModel(ctx context.Context, agent *graphs.Agent, req *ChatRequest) (*ChatResponse, error) {
 	rn := ri.rn
 	if rn == nil {
 		return nil, errors.New("runtime: CallModel needs a run's RunInfo")
+	}
+	used, _ := ri.Value(budgetKey{}).(*atomic.Int64)
+	if err := spent(used, ri.Graph.MaxTokensPerRun); err != nil {
+		return nil, err
 	}
 	call := &ModelCall{Run: ri, Agent: agent, Request: req}
 	ctx, span := rn.obs.startModel(ctx, call)
 	start := time.Now()
 	resp, err := rn.opts.Model.Chat(ctx, req, nil)
 	resp, err = rn.obs.endModel(span, call, time.Since(start), resp, err)
-	if used, _ := ri.Value(budgetKey{}).(*atomic.Int64); used != nil && resp != nil {
-		used.Add(tokensOf(resp.Usage))
+	if resp != nil {
+		ri.charge(resp.Usage)
 	}
 	return resp, err
 }

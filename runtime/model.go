@@ -71,14 +71,15 @@ func (rn *run) modelFailed(ref graphs.ModelRef, err error) {
 }
 
 // modelBase is the innermost ModelFunc: the call to the Model. The run's
-// usage counts every answer here, where the call was made, and not where
-// the answer is taken: an interceptor may end the run on it (a guardrail
-// that trips on the text), and the reply's usage still sums every model
-// call of the run (CONTRACT §3).
+// usage and its token budget count every answer here, where the call was
+// made, and not where the answer is taken: an interceptor may end the run
+// on it (a guardrail that trips on the text), and the reply's usage still
+// sums every model call of the run (CONTRACT §3); a guardrail's judge of
+// the answer is a model call the budget must already see it in (§8).
 func modelBase(ctx context.Context, call *ModelCall) (*ChatResponse, error) {
 	resp, err := call.Run.rn.opts.Model.Chat(ctx, call.Request, call.OnDelta)
 	if resp != nil {
-		call.Run.rn.addUsage(resp.Usage)
+		call.Run.charge(resp.Usage)
 	}
 	return resp, err
 }
