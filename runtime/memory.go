@@ -43,17 +43,23 @@ func MemoryKeyFor(slot *graphs.MemorySlot, principal string, value func(name str
 	return key, ""
 }
 
+// sessionOfRun is the session the run belongs to: its own, or for a
+// sub-agent's run the session of the run that asked it.
+func (ri *RunInfo) sessionOfRun() string {
+	for p := ri; p != nil; p = p.Parent {
+		if p.SessionID != "" {
+			return p.SessionID
+		}
+	}
+	return ""
+}
+
 // memoryKeyOf returns the key of slot's value for a run, and whether the
 // run has one. A sub-agent's run has the session of the run it belongs to.
 func memoryKeyOf(slot *graphs.MemorySlot, ri *RunInfo) (MemoryKey, bool) {
 	key, missing := MemoryKeyFor(slot, ri.Principal, func(name string) string {
 		if name == graphs.ScopeSession {
-			for p := ri; p != nil; p = p.Parent {
-				if p.SessionID != "" {
-					return p.SessionID
-				}
-			}
-			return ""
+			return ri.sessionOfRun()
 		}
 		if k, ok := strings.CutPrefix(name, graphs.ScopeMetadataPrefix); ok {
 			return ri.Metadata[k]

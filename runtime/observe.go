@@ -82,8 +82,10 @@ func (o *observer) startAgent(ctx context.Context, call *AgentCall) (context.Con
 			genai.AgentName.String(call.Agent.Name),
 			genai.Graph.String(call.Run.Graph.Name),
 		)
-		if call.Run.SessionID != "" {
-			span.SetAttributes(genai.ConversationID.String(call.Run.SessionID))
+		// A sub-agent's run belongs to its caller's session (CONTRACT §5:
+		// every invoke_agent span names the conversation).
+		if id := call.Run.sessionOfRun(); id != "" {
+			span.SetAttributes(genai.ConversationID.String(id))
 		}
 	}
 	return ctx, span

@@ -6,12 +6,14 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/switchboard-ai/switchboard/cache"
 	"github.com/switchboard-ai/switchboard/graphs"
 	"github.com/switchboard-ai/switchboard/runtime"
 )
 
 // CONTRACT §8: a sub-agent's invoke_agent and chat spans are children of
-// the caller's execute_tool ask_<name> span.
+// the caller's execute_tool ask_<name> span; and (§5) its invoke_agent span
+// names the session, which its run belongs to.
 func TestSubagentSpans(t *testing.T) {
 	cfg, err := graphs.Parse([]byte(`
 providers: {fake: {base_url: "http://127.0.0.1:1/v1"}}
@@ -30,9 +32,11 @@ graphs: {g: {lead: lead}}
 		{Role: runtime.RoleAssistant, Content: "found"},
 		{Role: runtime.RoleAssistant, Content: "the answer"},
 	}}
-	r := runtime.New(runtime.Options{Model: model, TracerProvider: tp,
+	store := cache.NewMemory(cache.Options{})
+	defer store.Close()
+	r := runtime.New(runtime.Options{Model: model, TracerProvider: tp, Store: store,
 		Tools: runtime.ToolKinds{graphs.ToolAgent: runtime.SubagentRunner{}}})
-	res, err := r.Run(t.Context(), &runtime.Request{Graph: cfg.Graphs["g"],
+	res, err := r.Run(t.Context(), &runtime.Request{Graph: cfg.Graphs["g"], SessionID: "s-sub",
 		Messages: []runtime.Message{{Role: runtime.RoleUser, Content: "hi"}}}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -57,5 +61,16 @@ graphs: {g: {lead: lead}}
 	}
 	if chat := byName["chat research"]; chat == nil || chat.Parent().SpanID() != sub.SpanContext().SpanID() {
 		t.Error("the researcher's chat span is not a child of its invoke_agent span")
+	}
+	for _, name := range []string{"invoke_agent lead", "invoke_agent researcher"} {
+		var id string
+		for _, kv := range byName[name].Attributes() {
+			if kv.Key == "gen_ai.conversation.id" {
+				id = kv.Value.AsString()
+			}
+		}
+		if id != "s-sub" {
+			t.Errorf("%s: gen_ai.conversation.id %q, want the session s-sub", name, id)
+		}
 	}
 }
