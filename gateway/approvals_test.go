@@ -577,3 +577,49 @@ func grepLines(s, sub string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// A new system or developer message is context, not the user moving on: it
+// leaves pending approvals pending (CONTRACT §6: "A new user message ...
+// rejects them all"), is kept in the session, and reaches the model in the
+// system prompt once the approved call has run.
+func TestSystemMessageKeepsApprovals(t *testing.T) {
+	stores(t, func(t *testing.T, storeURL string) {
+		gw, fake, tools := gatedDesk(t, storeURL,
+			fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("c1", "transfer_to_billing", `{}`)}},
+			fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("l1", "lookup_charges", `{}`)}},
+			fakeupstream.Reply{Text: "Two charges."},
+		)
+		id := newSessionID(t)
+		a := paused(t, gw, gwtest.User("support", "why two charges?"), acme(id), "lookup_charges", `{}`)
+		sys := map[string]any{"model": "support", "messages": []any{map[string]any{"role": "system", "content": "Be brief."}}}
+		if again := paused(t, gw, sys, acme(id), "lookup_charges", `{}`); again.ID != a.ID {
+			t.Fatalf("the approval changed: %s, then %s", a.ID, again.ID)
+		}
+		if len(tools.got("/charges")) != 0 || len(fake.Requests()) != 2 {
+			t.Fatalf("the run went on: %d tool calls, %d model calls", len(tools.got("/charges")), len(fake.Requests()))
+		}
+		if r := decideOne(gw, id, a.ID, acme(id), map[string]any{"approve": true}); r.Status != http.StatusOK {
+			t.Fatalf("decide: %d %s", r.Status, r.Body)
+		}
+		dev := map[string]any{"model": "support", "messages": []any{map[string]any{"role": "developer", "content": "Cite the charge ids."}}}
+		if c := completion(t, gw, dev, acme(id)); c.Text() != "Two charges." {
+			t.Fatalf("resumed: %q", c.Text())
+		}
+		if n := len(tools.got("/charges")); n != 1 {
+			t.Fatalf("the approved tool ran %d times, want once", n)
+		}
+		last := fake.Requests()[2]
+		if !strings.Contains(toolResults(last)["l1"], "ch_1") {
+			t.Errorf("the approved call's result: %v", toolResults(last))
+		}
+		system := last.Parsed.Messages[0].Text()
+		if !strings.Contains(system, "Be brief.") || !strings.Contains(system, "Cite the charge ids.") {
+			t.Errorf("system prompt %q lacks the client's messages", system)
+		}
+		for i, m := range last.Parsed.Messages[1:] {
+			if m.Role == "system" || m.Role == "developer" {
+				t.Errorf("message %d is a %s message after the first", i+1, m.Role)
+			}
+		}
+	})
+}

@@ -90,7 +90,7 @@ func (r *Runner) openSession(ctx context.Context, req *Request, emit func(Event)
 	rn.agent = activeAgent(req.Graph, rn.histScan.marker)
 	rn.info.Agent, rn.info.Input = rn.agent, input
 	switch paused := rn.openApprovals(); {
-	case paused && hasNewMessage(input):
+	case paused && movesOn(input):
 		rn.moveOn(runCtx)
 	case !paused && len(input) == 0:
 		end()
@@ -183,11 +183,13 @@ func (sv *sessionSaver) keepFinished(ctx context.Context, rn *run) error {
 	return err
 }
 
-// hasNewMessage reports whether input brings a message other than tool
-// results.
-func hasNewMessage(input []Message) bool {
+// movesOn reports whether input brings a new user message: what rejects
+// a paused turn's pending approvals (CONTRACT §6). Tool results answer the
+// turn, and a system or developer message is context for the run, which a
+// client may send beside its decisions.
+func movesOn(input []Message) bool {
 	for _, m := range input {
-		if m.Role != RoleTool {
+		if m.Role != RoleTool && !m.IsSystem() {
 			return true
 		}
 	}

@@ -200,10 +200,16 @@ func (rn *run) resume(ctx context.Context) (turnOutcome, error) {
 	}
 	answered := make(map[string]bool)
 	for _, m := range msgs[ai+1:] {
-		if m.Role != RoleTool {
+		switch {
+		case m.IsSystem():
+			// Context the client sent beside its results or decisions:
+			// folded into the system prompt, it parts no call from its
+			// result.
+		case m.Role != RoleTool:
 			return turnOutcome{}, nil // the user moved on; the open calls are dropped
+		default:
+			answered[m.ToolCallID] = true
 		}
-		answered[m.ToolCallID] = true
 	}
 	var rest, owed []ToolCall
 	gated := false
