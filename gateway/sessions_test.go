@@ -183,12 +183,14 @@ graphs:
 		tools := newToolServer(t)
 		gw := gwtest.Start(t, yaml+"store: {url: \""+storeURL+"\"}\n", map[string]string{"FAKE_URL": fake.URL, "TOOLS_URL": tools.URL})
 		id := newSessionID(t)
-		for i, step := range []struct{ graph, agent, model string }{
-			{"support", "billing", "billing-model"},
-			{"front", "greeter", "greeter-model"}, // billing is not in front
-			{"support", "billing", "billing-model"},
-			{"", "", ""}, // DELETE
-			{"support", "triage", "triage-model"},
+		for i, step := range []struct{ graph, agent, model, active string }{
+			{"support", "billing", "billing-model", "billing"},
+			// billing is not in front: its lead answers, and the session's
+			// active agent stays its last marker's (CONTRACT 4.1).
+			{"front", "greeter", "greeter-model", "billing"},
+			{"support", "billing", "billing-model", "billing"},
+			{"", "", "", ""}, // DELETE
+			{"support", "triage", "triage-model", "triage"},
 		} {
 			if step.graph == "" {
 				if del := gw.Do(context.Background(), http.MethodDelete, "/v1/sessions/"+id, nil, nil); del.Status != http.StatusNoContent {
@@ -201,6 +203,9 @@ graphs:
 			if c.Metadata.AgentName != step.agent || reqs[len(reqs)-1].Parsed.Model != step.model {
 				t.Errorf("turn %d on %s: answered by %q through %q, want %q through %q",
 					i, step.graph, c.Metadata.AgentName, reqs[len(reqs)-1].Parsed.Model, step.agent, step.model)
+			}
+			if _, s := getSession(t, gw, id, nil); s.ActiveAgent != step.active {
+				t.Errorf("turn %d on %s: activeAgent %q, want %q", i, step.graph, s.ActiveAgent, step.active)
 			}
 		}
 	})

@@ -252,7 +252,15 @@ func (rn *run) save(ctx context.Context, holder *graphs.Agent, last bool) error 
 	if rn.saver == nil {
 		return nil
 	}
-	return rn.saver.save(ctx, rn, holder.Name, last)
+	name := holder.Name
+	if rn.handoffs == 0 && rn.histScan.marker != "" {
+		// The session's active agent is the `to` of its last handoff
+		// marker (CONTRACT §4.1), also when the requested graph lacked
+		// that agent and its lead ran instead: the next request of a
+		// graph that has it runs it.
+		name = rn.histScan.marker
+	}
+	return rn.saver.save(ctx, rn, name, last)
 }
 
 // messages returns the run's whole transcript, history first; it copies
