@@ -44,6 +44,7 @@ const (
 	codeSessionCorrupt   = "session_corrupt"
 	codeInternal         = "internal_error"
 	codeClientClosed     = "client_closed_request"
+	codeCrossOrigin      = "cross_origin_forbidden"
 )
 
 // errType is the OpenAI error type for a status.

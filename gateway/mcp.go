@@ -1,10 +1,12 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -73,7 +75,13 @@ type mcpCallerKey struct{}
 // (no MCP session to keep, so any gateway behind a load balancer can answer
 // any request) whose tools are the graphs.
 func (s *Server) newMCPHandler() http.Handler {
-	server := mcp.NewServer(&mcp.Implementation{Name: "switchboard", Title: "Switchboard"}, &mcp.ServerOptions{Logger: s.log})
+	server := mcp.NewServer(&mcp.Implementation{Name: "switchboard", Title: "Switchboard"}, &mcp.ServerOptions{
+		Logger: s.log,
+		// The server is stateless: no stream stays open to carry a
+		// notifications/tools/list_changed, so none is promised. A client
+		// that lists the tools again after a reload sees the new graphs.
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+	})
 	for _, name := range s.cfg.GraphNames {
 		g := s.cfg.Graphs[name]
 		desc := g.Description
@@ -97,9 +105,32 @@ func (s *Server) newMCPHandler() http.Handler {
 	})
 }
 
+// crossOrigin refuses a browser's request from another origin (its Origin
+// or Sec-Fetch-Site says so): net/http's CSRF protection.
+var crossOrigin = http.NewCrossOriginProtection()
+
 // serveMCP hands the request, with its caller, to the MCP handler, which
-// serves it before it returns (the server is stateless).
+// serves it before it returns (the server is stateless). Before it, two
+// checks the SDK would answer in plain text are answered in the gateway's
+// error shape (CONTRACT §3): without API keys, a request from another
+// origin is 403 (the MCP transport: servers must validate Origin, against a
+// web page driving a local server; with keys such a page has no key, and a
+// reverse proxy may well rewrite the Host, as for the SDK's Host check);
+// and a body over max_body_bytes is 413 request_too_large.
 func (s *Server) serveMCP(c *gin.Context) {
+	if len(s.cfg.Server.APIKeys) == 0 {
+		if err := crossOrigin.Check(c.Request); err != nil {
+			s.abort(c, &Error{Status: http.StatusForbidden, Code: codeCrossOrigin,
+				Message: "a request from another origin (Origin: " + c.GetHeader("Origin") + ") may not call /mcp"})
+			return
+		}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, s.cfg.Server.MaxBodyBytes))
+	if err != nil {
+		s.abort(c, decodeError(err))
+		return
+	}
+	c.Request.Body = io.NopCloser(bytes.NewReader(body))
 	ctx := context.WithValue(c.Request.Context(), mcpCallerKey{}, c)
 	s.mcp.ServeHTTP(c.Writer, c.Request.WithContext(ctx))
 }

@@ -116,6 +116,61 @@ func TestMCPListsGraphsAsTools(t *testing.T) {
 	if !slices.Equal(names, []string{"parrot", "support"}) {
 		t.Errorf("tools = %v, want the graphs [parrot support]", names)
 	}
+	// A stateless server keeps no stream to send list_changed on: it
+	// does not promise one.
+	if caps := cs.InitializeResult().Capabilities; caps.Tools == nil || caps.Tools.ListChanged {
+		t.Errorf("tools capability %+v, want tools without listChanged", caps.Tools)
+	}
+}
+
+// Without API keys, a browser's request from another origin is 403 (MCP's
+// transport: servers must validate Origin); a request without Origin, or
+// from the gateway's own origin, is served. A body over max_body_bytes is
+// 413 request_too_large, in the gateway's error shape, as on /v1.
+func TestMCPOriginAndBodyLimit(t *testing.T) {
+	fake := fakeupstream.New(t)
+	yaml := strings.Replace(mcpYAML, `  api_keys:
+    - {name: acme, key: acme-key}
+    - {name: globex, key: globex-key}
+`, "  max_body_bytes: 2000\n", 1)
+	gw := gwtest.Start(t, yaml, map[string]string{"FAKE_URL": fake.URL})
+	ping := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+	post := func(body string, header map[string]string) *http.Response {
+		req, _ := http.NewRequest(http.MethodPost, gw.URL+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	code := func(resp *http.Response) string {
+		var e struct {
+			Error struct {
+				Code string `json:"code"`
+			} `json:"error"`
+		}
+		_ = json.NewDecoder(resp.Body).Decode(&e)
+		return e.Error.Code
+	}
+	if r := post(ping, map[string]string{"Origin": "http://evil.example"}); r.StatusCode != http.StatusForbidden || code(r) != "cross_origin_forbidden" {
+		t.Errorf("another origin: %d", r.StatusCode)
+	}
+	if r := post(ping, nil); r.StatusCode != http.StatusOK {
+		t.Errorf("no Origin: %d", r.StatusCode)
+	}
+	if r := post(ping, map[string]string{"Origin": gw.URL}); r.StatusCode != http.StatusOK {
+		t.Errorf("the gateway's own origin: %d", r.StatusCode)
+	}
+	big := `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":{"pad":"` + strings.Repeat("x", 2100) + `"}}}`
+	if r := post(big, nil); r.StatusCode != http.StatusRequestEntityTooLarge || code(r) != "request_too_large" {
+		t.Errorf("a body over the limit: %d", r.StatusCode)
+	}
 }
 
 // callSupport calls the support graph's tool with args, which must succeed,
