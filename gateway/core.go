@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
 
@@ -41,6 +42,12 @@ type renderer interface {
 	fail(e *Error) bool
 }
 
+// ErrShutdown is the cause with which the server cancels the runs still
+// open when its drain timeout has passed: each answers 503 draining (on a
+// stream, an error event and [DONE]) before its connection closes, where
+// the client would otherwise see the connection cut mid-stream.
+var ErrShutdown = errors.New("the gateway is shutting down")
+
 // runCall is a decoded request to run a graph.
 type runCall struct {
 	graph *graphs.Graph
@@ -74,6 +81,10 @@ func (s *Server) serveRun(c *gin.Context, call *runCall, r renderer) {
 			s.observe(call.graph.Name, http.StatusOK, "", call.start, res.ExternalTime)
 			return
 		}
+	}
+	if errors.Is(context.Cause(ctx), ErrShutdown) {
+		err = &Error{Status: http.StatusServiceUnavailable, Code: codeDraining,
+			Message: "the gateway shut down before the run finished (its drain timeout passed); retry"}
 	}
 	e := s.runError(call.graph, err)
 	if !r.fail(e) {

@@ -45,6 +45,10 @@ type App struct {
 	limiter      gateway.Limiter
 	server       *http.Server
 	gens         generations
+	// base is every request's base context; endRuns cancels it, with
+	// gateway.ErrShutdown, once the drain timeout has passed.
+	base    context.Context
+	endRuns context.CancelCauseFunc
 }
 
 // Option changes how New wires a gateway.
@@ -105,6 +109,7 @@ func New(ctx context.Context, cfg *graphs.Set, log *slog.Logger, opts ...Option)
 		return nil, err
 	}
 	a.gens.cur.Store(gen)
+	a.base, a.endRuns = context.WithCancelCause(context.Background())
 	a.server = &http.Server{}
 	a.ConfigureServer(a.server)
 	return a, nil
@@ -120,6 +125,9 @@ func New(ctx context.Context, cfg *graphs.Set, log *slog.Logger, opts ...Option)
 func (a *App) ConfigureServer(srv *http.Server) {
 	cfg := a.gens.cur.Load().cfg.Server
 	srv.Handler = a
+	// Every request's context derives from the app's, so that the runs
+	// still open when the drain timeout passes can be ended (Serve).
+	srv.BaseContext = func(net.Listener) context.Context { return a.base }
 	srv.ReadTimeout = cfg.ReadTimeout
 	srv.ReadHeaderTimeout = cfg.ReadTimeout
 	srv.IdleTimeout = cfg.IdleTimeout
@@ -215,7 +223,15 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		// runs in flight are done so that probes see /readyz 503.
 		a.gens.waitIdle(dctx)
 		if err := a.server.Shutdown(dctx); err != nil {
-			a.log.Warn("drain timed out; closing open connections", "err", err)
+			// The runs still open end now, and answer their clients (503
+			// draining; on a stream an error event and [DONE]) before
+			// the connections close, rather than being cut mid-stream.
+			a.log.Warn("drain timed out; ending the open runs and closing their connections", "err", err)
+			a.endRuns(gateway.ErrShutdown)
+			ectx, ecancel := context.WithTimeout(context.WithoutCancel(ctx), endGrace)
+			a.gens.waitIdle(ectx)
+			_ = a.server.Shutdown(ectx)
+			ecancel()
 			_ = a.server.Close()
 		}
 		cancel()
@@ -223,6 +239,10 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	return errors.Join(ignoreClosed(serveErr), a.Close(context.WithoutCancel(ctx)))
 }
+
+// endGrace is how long the runs ended at the drain timeout get to answer
+// their clients before the connections close.
+const endGrace = 2 * time.Second
 
 // Close releases the store and the provider connections, and flushes
 // traces, after waiting (up to 5s) for on_approval_required calls.

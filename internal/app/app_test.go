@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -114,6 +115,36 @@ func TestDrainRefusesNewRunsWhileOpenOnesFinish(t *testing.T) {
 	}
 	if n := len(fake.Requests()); n != 1 {
 		t.Errorf("upstream got %d requests, want only the open run's", n)
+	}
+}
+
+// A stream still open when the drain timeout passes is ended with an error
+// event (503 draining) and [DONE] before its connection closes: the client
+// can tell it from a connection cut (CONTRACT §3.1), and the session lock
+// and the provider call are released as for any run that ends.
+func TestDrainTimeoutEndsOpenStreamsCleanly(t *testing.T) {
+	fake := fakeupstream.New(t, fakeupstream.Reply{StreamChunks: []string{"a", "b", "c", "d", "e", "f", "g", "h"}, ChunkDelay: 500 * time.Millisecond})
+	url, sigterm, done := serve(t, yaml+"server: {drain_timeout: 1s}\n", map[string]string{"FAKE_URL": fake.URL}, io.Discard)
+	body, _ := json.Marshal(map[string]any{"model": "chat", "stream": true, "messages": []map[string]string{{"role": "user", "content": "slow"}}})
+	resp, err := http.Post(url+"/v1/chat/completions", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	r := bufio.NewReader(resp.Body)
+	if line, err := r.ReadString('\n'); err != nil || !strings.HasPrefix(line, "data: ") {
+		t.Fatalf("first line %q: %v", line, err)
+	}
+	sigterm()
+	rest, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatalf("the stream was cut: %v after %q", err, rest)
+	}
+	if !strings.Contains(string(rest), `"code":"draining"`) || !strings.HasSuffix(string(rest), "data: [DONE]\n\n") {
+		t.Errorf("the stream's end: %q", rest)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("serve: %v", err)
 	}
 }
 
