@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -620,6 +621,45 @@ func TestSystemMessageKeepsApprovals(t *testing.T) {
 			if m.Role == "system" || m.Role == "developer" {
 				t.Errorf("message %d is a %s message after the first", i+1, m.Role)
 			}
+		}
+	})
+}
+
+// A handoff that needs an approval and waits for its turn's other calls
+// is asked about in the same pause (CONTRACT §6: "Each pending call gets an
+// approval"): one round of decisions runs the tool and takes the handoff.
+func TestWaitingHandoffAskedInTheSamePause(t *testing.T) {
+	stores(t, func(t *testing.T, storeURL string) {
+		fake := fakeupstream.New(t,
+			fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("c1", "transfer_to_billing", `{}`)}},
+			fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("l1", "lookup_charges", `{}`), toolCall("h1", "transfer_to_triage", `{}`)}},
+			fakeupstream.Reply{Text: "Triage again."},
+		)
+		fake.SetStrict(true)
+		tools := newToolServer(t)
+		yaml := strings.Replace(gatedYAML(storeURL), "      - {tool: escalate_refund, action: ask}\n",
+			"      - {tool: escalate_refund, action: ask}\n      - {tool: transfer_to_triage, action: ask}\n", 1)
+		gw := gwtest.Start(t, yaml, map[string]string{"FAKE_URL": fake.URL, "TOOLS_URL": tools.URL})
+		id := newSessionID(t)
+		r := gw.Chat(gwtest.User("support", "charged twice"), acme(id))
+		var p pausedReply
+		r.Decode(t, &p)
+		var asked []string
+		for _, a := range p.Metadata.Approvals {
+			asked = append(asked, a.Tool)
+			if dr := decideOne(gw, id, a.ID, acme(id), map[string]any{"approve": true}); dr.Status != http.StatusOK {
+				t.Fatalf("decide %s: %d %s", a.Tool, dr.Status, dr.Body)
+			}
+		}
+		if !slices.Equal(asked, []string{"lookup_charges", "transfer_to_triage"}) || p.Metadata.Event != "approval_required" {
+			t.Fatalf("the pause asked about %v: %s", asked, r.Body)
+		}
+		c := completion(t, gw, emptyTurn(), acme(id))
+		if c.Text() != "Triage again." || c.Metadata.AgentName != "triage" {
+			t.Fatalf("after one round of decisions: %q by %q", c.Text(), c.Metadata.AgentName)
+		}
+		if n := len(tools.got("/charges")); n != 1 {
+			t.Errorf("the tool ran %d times, want once", n)
 		}
 	})
 }

@@ -82,8 +82,16 @@ func (rn *run) turn(ctx context.Context, calls []ToolCall) (turnOutcome, error) 
 	}
 	held := rn.heldCalls(cs)
 	var accepted *classified
-	if considered >= 0 && cs[considered].inv.Refusal == nil && client == nil && held == nil {
+	if considered >= 0 && cs[considered].inv.Refusal == nil {
 		c := &cs[considered]
+		if client != nil || held != nil {
+			// The handoff waits for the turn's other calls; when it needs
+			// an approval too, it is asked for in the same pause.
+			if p, ok := rn.askAhead(ctx, c); ok {
+				held = append(held, p)
+			}
+			return rn.endTurn(ctx, cs, client, held, nil)
+		}
 		if err := rn.invoke(ctx, c); err != nil {
 			return turnOutcome{}, err
 		}
@@ -95,6 +103,42 @@ func (rn *run) turn(ctx context.Context, calls []ToolCall) (turnOutcome, error) 
 		}
 	}
 	return rn.endTurn(ctx, cs, client, held, accepted)
+}
+
+// askAhead gives a handoff that waits for its turn's other calls its own
+// approval in the same pause, when the rules ask for one (CONTRACT §6:
+// "Each pending call gets an approval"), so that an approver decides the
+// whole turn at once, and the handoff's gate finds the decision when the
+// turn resumes. A handoff asked about before, and still pending, is
+// listed again. With a pre_tool_call hook the handoff is put to the hook
+// when the turn resumes, as the hook may rewrite its arguments or decide
+// from the turn's outcome (docs/permissions.md).
+func (rn *run) askAhead(ctx context.Context, c *classified) (PendingCall, bool) {
+	if rn.saver == nil || rn.req.Ephemeral || rn.graph.PreToolCall != nil {
+		return PendingCall{}, false
+	}
+	call, agent := c.inv.Call, rn.agent.Name
+	rn.apprMu.Lock()
+	a := rn.approvalFor(call.ID)
+	var prior Approval
+	if a != nil {
+		a.expire(time.Now())
+		prior = *a
+	}
+	rn.apprMu.Unlock()
+	if a != nil {
+		if prior.Status != ApprovalPending {
+			return PendingCall{}, false
+		}
+		return PendingCall{Call: call, Agent: agent, Reason: SuspendApproval, Data: prior}, true
+	}
+	name := call.Function.Name
+	if action, _ := decideRules(&rn.info, rn.agent, name); action != graphs.ActionAsk || rn.remembered(agent, name) {
+		return PendingCall{}, false
+	}
+	res := rn.ask(&c.inv)
+	rn.recordDecision(ctx, name, DecisionPending, SourceRule)
+	return PendingCall{Call: call, Agent: agent, Reason: res.Suspend, Data: res.Data}, true
 }
 
 // sortTurn classifies a turn's calls: the client's, and the handoff
