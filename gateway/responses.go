@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -145,7 +146,7 @@ func (call *responsesCall) run(sessionID string) {
 	if sessionID != "" && r.w != nil && !call.temporary {
 		c.Header(s.cfg.Server.SessionHeader, sessionID)
 	}
-	s.serveRun(c, &runCall{graph: g, req: r.rreq, start: call.start, run: call.runOrFork}, r)
+	s.serveRun(c, &runCall{graph: g, req: r.rreq, start: call.start, run: call.runInput}, r)
 }
 
 // responsesRenderer renders a run as a Responses object, or as the
@@ -211,6 +212,21 @@ func (r *responsesRenderer) fail(e *Error) bool {
 	}
 	r.w.done()
 	return true
+}
+
+// runInput runs rreq (runOrFork), and words a refused tool result as a
+// Responses client wrote it: a function_call_output whose call_id answers
+// no call of the response it continues, as OpenAI words it.
+func (call *responsesCall) runInput(ctx context.Context, rreq *runtime.Request, emit func(runtime.Event)) (*runtime.Result, error) {
+	res, err := call.runOrFork(ctx, rreq, emit)
+	var pe *runtime.ParamError
+	if errors.As(err, &pe) && strings.HasSuffix(pe.Param, ".tool_call_id") {
+		var i int
+		if _, serr := fmt.Sscanf(pe.Param, "messages[%d]", &i); serr == nil && i < len(rreq.Messages) {
+			return res, badRequest("input", "no function call found for the function_call_output with call_id %q", rreq.Messages[i].ToolCallID)
+		}
+	}
+	return res, err
 }
 
 // runOrFork runs rreq. When it continues from a point its session has moved

@@ -396,3 +396,34 @@ func TestResponsesToolChoice(t *testing.T) {
 		t.Errorf("unknown tool_choice: %d %s", bad.Status, bad.Body)
 	}
 }
+
+// A function_call_output whose call_id answers no call of the response it
+// continues is 400 (OpenAI: "No tool call found for function call output"),
+// and nothing is stored: it was dropped, and the model asked again with no
+// new input. The same holds for a chat request's tool message in a session.
+func TestUnknownCallOutputIs400(t *testing.T) {
+	stores(t, func(t *testing.T, storeURL string) {
+		gw, fake := sessionDesk(t, storeURL, fakeupstream.Reply{Text: "first"}, fakeupstream.Reply{Text: "never"})
+		r := create(t, gw, input("hello"), nil)
+		bad := map[string]any{"model": "support", "previous_response_id": r.ID,
+			"input": []any{map[string]any{"type": "function_call_output", "call_id": "call_zzz", "output": "a"}}}
+		resp := gw.Do(context.Background(), http.MethodPost, "/v1/responses", bad, nil)
+		if resp.Status != http.StatusBadRequest || resp.ErrorCode(t) != "invalid_request" || !strings.Contains(string(resp.Body), `"param":"input"`) ||
+			!strings.Contains(string(resp.Body), "call_zzz") {
+			t.Errorf("an unknown call_id: %d %s", resp.Status, resp.Body)
+		}
+		sid := r.Metadata["sessionId"]
+		chat := gw.Chat(map[string]any{"model": "support", "messages": []any{
+			map[string]any{"role": "tool", "tool_call_id": "call_yyy", "content": "b"}}}, session(sid))
+		if chat.Status != http.StatusBadRequest || !strings.Contains(string(chat.Body), `"param":"messages[0].tool_call_id"`) {
+			t.Errorf("chat, an unknown tool_call_id: %d %s", chat.Status, chat.Body)
+		}
+		if n := len(fake.Requests()); n != 1 {
+			t.Errorf("the provider was called %d times, want once", n)
+		}
+		_, s := getSession(t, gw, sid, nil)
+		if len(s.Transcript) != 2 {
+			t.Errorf("the session holds %d messages, want the first turn's 2", len(s.Transcript))
+		}
+	})
+}

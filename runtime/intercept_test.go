@@ -155,10 +155,10 @@ func TestToolInterceptorGates(t *testing.T) {
 	g.mu.Lock()
 	g.approved = true
 	g.mu.Unlock()
-	// A new user message would drop the open calls; a request that only
-	// brings tool results resumes the turn (approvals will resume with no
-	// new message at all).
-	req.Messages = []runtime.Message{{Role: runtime.RoleTool, ToolCallID: "none", Content: "-"}}
+	// A new user message would drop the open calls; a request that brings
+	// no user message (here a system message: a tool result must answer a
+	// call) resumes the turn (approvals resume with no new message at all).
+	req.Messages = []runtime.Message{{Role: runtime.RoleSystem, Content: "Resume."}}
 	res, err = r.Run(t.Context(), req, nil)
 	if err != nil {
 		t.Fatal(err)

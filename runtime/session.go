@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/switchboard-ai/switchboard/graphs"
@@ -95,6 +96,10 @@ func (r *Runner) openSession(ctx context.Context, req *Request, emit func(Event)
 	case !paused && len(input) == 0:
 		end()
 		return nil, nil, nil, fmt.Errorf("%w: a session request needs new input after its last assistant message", ErrInvalidRequest)
+	}
+	if err := checkResults(rn.history, req.Messages, len(input)); err != nil {
+		end()
+		return nil, nil, nil, err
 	}
 	if err := rn.checkClientTools(); err != nil {
 		end()
@@ -279,6 +284,26 @@ func newInput(msgs []Message) []Message {
 		}
 	}
 	return msgs
+}
+
+// checkResults refuses a tool result in a session request's new input (the
+// last n of msgs) that answers no call of the session's last assistant
+// message: OpenAI refuses a tool message without its call, and kept, it
+// would be stored without one while the run went on with no new input.
+func checkResults(history, msgs []Message, n int) error {
+	var calls []ToolCall
+	if ai := lastAssistant(history); ai >= 0 {
+		calls = history[ai].ToolCalls
+	}
+	for i := len(msgs) - n; i < len(msgs); i++ {
+		m := &msgs[i]
+		if m.Role != RoleTool || slices.ContainsFunc(calls, func(c ToolCall) bool { return c.ID == m.ToolCallID }) {
+			continue
+		}
+		return paramError(fmt.Sprintf("messages[%d].tool_call_id", i),
+			"messages[%d] is a tool result for %q, which is no tool call of the session's last assistant message", i, m.ToolCallID)
+	}
+	return nil
 }
 
 // activeAgent is the agent a session's last handoff marker names (its
