@@ -427,3 +427,32 @@ func TestUnknownCallOutputIs400(t *testing.T) {
 		}
 	})
 }
+
+// A call the request's tool_choice does not allow is dropped, as the Open
+// Responses specification asks of a server, for a provider that ignores
+// tool_choice: "none" allows no call, allowed_tools only the tools it
+// names. Through /v1/responses and /v1/chat/completions alike.
+func TestToolChoiceIsEnforced(t *testing.T) {
+	email := map[string]any{"type": "function", "name": "send_email", "parameters": map[string]any{"type": "object", "properties": map[string]any{}}}
+	calls := func() fakeupstream.Reply {
+		return fakeupstream.Reply{Text: "Here.", ToolCalls: []fakeupstream.ToolCall{toolCall("e1", "send_email", `{}`), toolCall("w1", "get_weather", `{"city":"Oslo"}`)}}
+	}
+	gw, _ := sessionDesk(t, "memory://", calls(), calls(), calls())
+	allowed := input("weather?", "tools", []any{respWeatherTool, email},
+		"tool_choice", map[string]any{"type": "allowed_tools", "mode": "auto", "tools": []any{map[string]any{"type": "function", "name": "get_weather"}}})
+	if r := create(t, gw, allowed, nil); !cmp.Equal(r.items(), []string{"message", `function_call:w1:get_weather:{"city":"Oslo"}`}) {
+		t.Errorf("allowed_tools: %v", r.items())
+	}
+	none := input("weather?", "tools", []any{respWeatherTool, email}, "tool_choice", "none")
+	if r := create(t, gw, none, nil); !cmp.Equal(r.items(), []string{"message"}) || r.text() != "Here." || r.Status != "completed" {
+		t.Errorf("none: %v %q %s", r.items(), r.text(), r.Status)
+	}
+	chat := gw.Chat(map[string]any{"model": "support", "messages": []any{map[string]any{"role": "user", "content": "weather?"}},
+		"tools": []any{map[string]any{"type": "function", "function": map[string]any{"name": "get_weather", "parameters": map[string]any{"type": "object"}}}},
+		"tool_choice": "none"}, nil)
+	var c gwtest.Completion
+	chat.Decode(t, &c)
+	if chat.Status != http.StatusOK || len(c.Choices) != 1 || len(c.Choices[0].Message.ToolCalls) != 0 || c.Choices[0].FinishReason != "stop" {
+		t.Errorf("chat, none: %d %s", chat.Status, chat.Body)
+	}
+}

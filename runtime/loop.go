@@ -168,6 +168,7 @@ func (rn *run) nextStep() (int, error) {
 // afterModel takes a model's answer: the agent answered, or its tool
 // calls run; done when the agent's part of the run is over.
 func (rn *run) afterModel(ctx context.Context, call *AgentCall, resp *ChatResponse) (done bool, err error) {
+	rn.allowedCalls(resp)
 	msg := resp.Message
 	msg.Role = RoleAssistant
 	msg.Handoff = nil

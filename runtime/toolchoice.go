@@ -18,6 +18,7 @@ var autoChoice = json.RawMessage(`"auto"`)
 type toolChoice struct {
 	raw      json.RawMessage // as the client wrote it, compacted; nil when none was given
 	required bool            // "required": the model must call some tool
+	none     bool            // "none": the model must call no tool
 	names    []string        // the functions it names (a named function, allowed_tools)
 }
 
@@ -38,7 +39,9 @@ func parseToolChoice(raw json.RawMessage) (toolChoice, error) {
 	var mode string
 	if json.Unmarshal(raw, &mode) == nil {
 		switch mode {
-		case "none", "auto":
+		case "auto":
+		case "none":
+			c.none = true
 		case "required":
 			c.required = true
 		default:
@@ -122,6 +125,33 @@ func (rn *run) choiceFor(tools []ToolDef, step int) json.RawMessage {
 		}
 	}
 	return c.raw
+}
+
+// allowedCalls holds a model's answer to the tool_choice it was sent: a
+// call the choice does not allow ("none": any; a named function or
+// allowed_tools: one it does not name) is dropped, as the Open Responses
+// specification asks of a server ("rejected or suppressed"), since a
+// provider that ignores tool_choice (a local model) may make it. Only the
+// run's first call carries the client's choice; later ones send "auto".
+func (rn *run) allowedCalls(resp *ChatResponse) {
+	c, call := rn.choice, &rn.model
+	calls := resp.Message.ToolCalls
+	if len(calls) == 0 || c.raw == nil || call.Step != 1 || !bytes.Equal(call.Request.ToolChoice, c.raw) || (!c.none && len(c.names) == 0) {
+		return
+	}
+	kept := calls[:0:0]
+	for _, tc := range calls {
+		if !c.none && slices.Contains(c.names, tc.Function.Name) {
+			kept = append(kept, tc)
+			continue
+		}
+		rn.log.Warn("a tool call the request's tool_choice does not allow was dropped",
+			"agent", rn.agent.Name, "tool", tc.Function.Name, "tool_choice", string(c.raw))
+	}
+	resp.Message.ToolCalls = kept
+	if len(kept) == 0 && resp.FinishReason == "tool_calls" {
+		resp.FinishReason = "stop"
+	}
 }
 
 // offers reports whether tools holds a function named name.
