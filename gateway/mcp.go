@@ -82,13 +82,23 @@ func (s *Server) newMCPHandler() http.Handler {
 		// that lists the tools again after a reload sees the new graphs.
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 	})
+	published := map[string]string{}
 	for _, name := range s.cfg.GraphNames {
 		g := s.cfg.Graphs[name]
 		desc := g.Description
 		if desc == "" {
 			desc = "Runs the " + g.Name + " graph"
 		}
-		mcp.AddTool(server, &mcp.Tool{Name: g.Name, Description: desc},
+		tool := &mcp.Tool{Name: mcpToolName(g.Name), Description: desc}
+		if other, ok := published[tool.Name]; ok {
+			s.log.Warn("mcp: graph not published as a tool: its tool name is another graph's", "graph", g.Name, "tool", tool.Name, "other", other)
+			continue
+		}
+		published[tool.Name] = g.Name
+		if tool.Name != g.Name {
+			tool.Title = g.Name
+		}
+		mcp.AddTool(server, tool,
 			func(ctx context.Context, _ *mcp.CallToolRequest, in mcpInput) (*mcp.CallToolResult, mcpOutput, error) {
 				return s.runGraphTool(ctx, g, in)
 			})
@@ -108,6 +118,20 @@ func (s *Server) newMCPHandler() http.Handler {
 // crossOrigin refuses a browser's request from another origin (its Origin
 // or Sec-Fetch-Site says so): net/http's CSRF protection.
 var crossOrigin = http.NewCrossOriginProtection()
+
+// mcpToolName is the MCP tool name of a graph: its name, with each
+// character MCP does not allow in a tool name (A-Z a-z 0-9 _ - .) replaced
+// by _, and cut at MCP's 128 characters; a graph so renamed keeps its name
+// as the tool's title.
+func mcpToolName(graph string) string {
+	b := []byte(graph)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
+			b[i] = '_'
+		}
+	}
+	return string(b[:min(len(b), 128)])
+}
 
 // serveMCP hands the request, with its caller, to the MCP handler, which
 // serves it before it returns (the server is stateless). Before it, two

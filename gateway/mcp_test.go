@@ -300,3 +300,34 @@ func TestMCPCallPausesForApproval(t *testing.T) {
 		t.Errorf("empty stateless message: %v %+v", err, res)
 	}
 }
+
+// A graph whose name MCP does not allow as a tool name (a slash, a space)
+// is published under that name with each such character replaced by _,
+// its own name as the tool's title, and the call runs the graph.
+func TestMCPToolNameOfAGraph(t *testing.T) {
+	fake := fakeupstream.New(t, fakeupstream.Reply{Text: "echoed"})
+	yaml := strings.Replace(mcpYAML, "  parrot: {lead: echo}\n", "  \"acme/support v2\": {lead: echo}\n", 1)
+	gw := gwtest.Start(t, yaml, map[string]string{"FAKE_URL": fake.URL})
+	cs, err := mcpSession(t, gw, "acme-key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, tool := range res.Tools {
+		got = append(got, tool.Name+"|"+tool.Title)
+	}
+	if !slices.Equal(got, []string{"acme_support_v2|acme/support v2", "support|"}) {
+		t.Fatalf("tools %v", got)
+	}
+	call, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "acme_support_v2", Arguments: map[string]any{"message": "hi"}})
+	if err != nil || call.IsError || resultText(t, call) != "echoed" {
+		t.Fatalf("call: %v %+v", err, call)
+	}
+	if m := fake.Requests()[0].Parsed.Model; m != "echo-model" {
+		t.Errorf("the call ran %s", m)
+	}
+}
