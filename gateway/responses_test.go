@@ -448,7 +448,7 @@ func TestToolChoiceIsEnforced(t *testing.T) {
 		t.Errorf("none: %v %q %s", r.items(), r.text(), r.Status)
 	}
 	chat := gw.Chat(map[string]any{"model": "support", "messages": []any{map[string]any{"role": "user", "content": "weather?"}},
-		"tools": []any{map[string]any{"type": "function", "function": map[string]any{"name": "get_weather", "parameters": map[string]any{"type": "object"}}}},
+		"tools":       []any{map[string]any{"type": "function", "function": map[string]any{"name": "get_weather", "parameters": map[string]any{"type": "object"}}}},
 		"tool_choice": "none"}, nil)
 	var c gwtest.Completion
 	chat.Decode(t, &c)

@@ -251,7 +251,7 @@ type pending struct {
 	// *runtime.Halt or the run's error (check).
 	results []error
 	tripped chan struct{} // closed at the first trip or error
-	done    chan struct{}   // closed when every check ended
+	done    chan struct{} // closed when every check ended
 	once    sync.Once
 }
 
