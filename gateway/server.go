@@ -131,8 +131,14 @@ func New(opts Options) *Server {
 		s.abort(c, errNoRoute(c))
 	})
 	e.NoMethod(func(c *gin.Context) {
-		if strings.HasPrefix(c.Request.URL.Path, "/v1/") {
+		if p := c.Request.URL.Path; strings.HasPrefix(p, "/v1/") || p == "/mcp" {
+			// A request of the API, counted as every one is, so that a
+			// limited key's reply carries its x-ratelimit-* headers
+			// (CONTRACT §13: on every reply of a limited key).
 			if s.auth(c); c.IsAborted() {
+				return
+			}
+			if s.rateLimit(c); c.IsAborted() {
 				return
 			}
 		}

@@ -138,3 +138,29 @@ func TestTokenLimit(t *testing.T) {
 		t.Errorf("the upstream saw %d calls, want 2: a refused request runs nothing", n)
 	}
 }
+
+// A limited key's 405 carries the x-ratelimit-* headers too (CONTRACT §13:
+// "on every reply of a limited key"), on /v1 and on /mcp, and counts as a
+// request as every other one does.
+func TestMethodNotAllowedCarriesRateHeaders(t *testing.T) {
+	fake := fakeupstream.New(t)
+	p := start(t, limitedConfig(fake.URL, "memory://", "{requests_per_minute: 5}"))
+	ctx := context.Background()
+	for i, target := range []struct{ method, path string }{
+		{http.MethodDelete, "/v1/chat/completions"},
+		{http.MethodGet, "/mcp"},
+		{http.MethodPut, "/v1/models"},
+	} {
+		r := do(ctx, t, target.method, p.URL+target.path, "acme-key", nil)
+		if r.Status != http.StatusMethodNotAllowed || r.code() != "method_not_allowed" {
+			t.Errorf("%s %s: %v", target.method, target.path, r)
+		}
+		if got, want := r.Header.Get("X-Ratelimit-Remaining-Requests"), strconv.Itoa(4-i); r.Header.Get("X-Ratelimit-Limit-Requests") != "5" || got != want {
+			t.Errorf("%s %s: x-ratelimit-*-requests %q/%q, want 5/%s", target.method, target.path,
+				r.Header.Get("X-Ratelimit-Limit-Requests"), got, want)
+		}
+	}
+	if r := do(ctx, t, http.MethodGet, p.URL+"/mcp", "", nil); r.Status != http.StatusUnauthorized {
+		t.Errorf("GET /mcp without a key: %v", r)
+	}
+}
