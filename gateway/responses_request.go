@@ -81,8 +81,9 @@ func decodeResponsesRequest(body []byte) (*responsesRequest, *Error) {
 		return nil, e
 	}
 	if req.Instructions != nil && *req.Instructions != "" && len(msgs) > 0 {
-		// With no input (a paused response continued) they would be a
-		// new message, which rejects the pending approvals: skipped.
+		// With no input (a paused response continued) they would be the
+		// request's only new input, and a session request without a
+		// paused run would go on with nothing new: skipped.
 		// Instructions are the client's context, kept like a client system
 		// message (after the agent's own instructions), placed where the
 		// request's new input starts so that a session keeps them.
