@@ -663,3 +663,29 @@ func TestWaitingHandoffAskedInTheSamePause(t *testing.T) {
 		}
 	})
 }
+
+// A request refused for a tool result that answers no call changes
+// nothing: its new user message does not reject the pending approval, in
+// the store or in the decisions counted.
+func TestRefusedRequestRejectsNothing(t *testing.T) {
+	gw, _, _ := gatedDesk(t, "memory://",
+		fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("c1", "transfer_to_billing", `{}`)}},
+		fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("l1", "lookup_charges", `{}`)}},
+	)
+	id := newSessionID(t)
+	a := paused(t, gw, gwtest.User("support", "why two charges?"), acme(id), "lookup_charges", `{}`)
+	r := gw.Chat(map[string]any{"model": "support", "messages": []any{
+		map[string]any{"role": "user", "content": "never mind"},
+		map[string]any{"role": "tool", "tool_call_id": "nope", "content": "x"}}}, acme(id))
+	if r.Status != http.StatusBadRequest {
+		t.Fatalf("%d %s", r.Status, r.Body)
+	}
+	_, s := getSessionAs(t, gw, id, acme(id))
+	if len(s.PendingApprovals) != 1 || s.PendingApprovals[0].ID != a.ID {
+		t.Errorf("pendingApprovals %+v", s.PendingApprovals)
+	}
+	metrics := string(gw.Do(context.Background(), http.MethodGet, "/metrics", nil, nil).Body)
+	if strings.Contains(metrics, `decision="rejected"`) {
+		t.Errorf("a refused request counted a rejection:\n%s", grepLines(metrics, "permission_decisions"))
+	}
+}

@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -332,5 +333,51 @@ func TestRunAgent(t *testing.T) {
 	}
 	if diff := cmp.Diff([]int{2, 3}, seen.steps); diff != "" {
 		t.Errorf("steps seen at each run's end (-want +got):\n%s", diff)
+	}
+}
+
+// atEnd has a run save at its end only, as a guarded run does.
+type atEnd struct{ runtime.BaseInterceptor }
+
+func (atEnd) InterceptRun(next runtime.RunFunc) runtime.RunFunc {
+	return func(ctx context.Context, ri *runtime.RunInfo) (*runtime.Result, error) {
+		ri.SaveAtEnd()
+		return next(ctx, ri)
+	}
+}
+
+// A run saving at its end that fails keeps its finished steps, and the
+// approvals as they stood after them: not one its failed step asked for,
+// whose call is not stored. Here the failed step pauses for an approval
+// beside a call whose large result makes the last save too large.
+func TestFailedRunKeepsFinishedStepsOnly(t *testing.T) {
+	cfg, err := graphs.Parse([]byte(strings.Replace(gateConfig, "graphs: {desk: {lead: triage}}",
+		"graphs: {desk: {lead: triage, permissions: [{tool: ask, action: ask}]}}", 1)), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := cache.NewMemory(cache.Options{MaxSessionBytes: 2000})
+	defer store.Close()
+	model := &scriptModel{replies: []runtime.Message{
+		calls(call("c1", "rewrite", `{"q":"small"}`)),
+		calls(call("c2", "rewrite", `{"q":"`+strings.Repeat("x", 3000)+`"}`), call("c3", "ask", `{}`)),
+	}}
+	r := runtime.New(runtime.Options{Model: model, Store: store, Interceptors: []runtime.Interceptor{atEnd{}},
+		Tools: runtime.ToolKinds{graphs.ToolHTTP: &argsTools{}}})
+	req := &runtime.Request{Graph: cfg.Graphs["desk"], SessionID: "kept",
+		Messages: []runtime.Message{{Role: runtime.RoleUser, Content: "hi"}}}
+	if _, err := r.Run(t.Context(), req, nil); !errors.Is(err, runtime.ErrSessionTooLarge) {
+		t.Fatalf("run: %v, want the last save too large", err)
+	}
+	sess, err := r.Session(t.Context(), runtime.SessionKey{ID: "kept"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var roles []string
+	for _, m := range sess.Messages {
+		roles = append(roles, m.Role)
+	}
+	if !slices.Equal(roles, []string{"user", "assistant", "tool"}) || len(sess.Approvals) != 0 {
+		t.Errorf("stored %v and %d approvals, want the first step alone and none", roles, len(sess.Approvals))
 	}
 }

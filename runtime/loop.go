@@ -226,7 +226,7 @@ func (rn *run) finish(ctx context.Context, msg Message, reason string, s *Suspen
 	}
 	if rn.saver != nil {
 		rn.result.Version = rn.saver.version
-		rn.result.Point = pointAfter(rn.history, rn.transcript, rn.saver.version, rn.agent.Name)
+		rn.result.Point = pointAfter(rn.history, rn.transcript, rn.saver.version, rn.activeName(rn.agent))
 	}
 	return nil
 }
@@ -253,15 +253,29 @@ func (rn *run) save(ctx context.Context, holder *graphs.Agent, last bool) error 
 	if rn.saver == nil {
 		return nil
 	}
-	name := holder.Name
-	if rn.handoffs == 0 && rn.histScan.marker != "" {
-		// The session's active agent is the `to` of its last handoff
-		// marker (CONTRACT §4.1), also when the requested graph lacked
-		// that agent and its lead ran instead: the next request of a
-		// graph that has it runs it.
-		name = rn.histScan.marker
+	return rn.saver.save(ctx, rn, rn.activeName(holder), last)
+}
+
+// activeName is the session's active agent after a step whose holder is
+// holder: the `to` of its last handoff marker (CONTRACT §4.1), holder's
+// after a handoff of this run, also when the requested graph lacked the
+// marker's agent and its lead ran instead: the next request of a graph
+// that has it runs it. A response's point records it too, for a fork.
+func (rn *run) activeName(holder *graphs.Agent) string {
+	if rn.handoffs > 0 {
+		return holder.Name
 	}
-	return rn.saver.save(ctx, rn, name, last)
+	// A pre_tool_call hook's rewrite of a resumed turn moves the history
+	// into the transcript (prehook.go).
+	for i := len(rn.transcript) - 1; i >= 0; i-- {
+		if h := rn.transcript[i].Handoff; h != nil {
+			return h.To
+		}
+	}
+	if rn.histScan.marker != "" {
+		return rn.histScan.marker
+	}
+	return holder.Name
 }
 
 // messages returns the run's whole transcript, history first; it copies

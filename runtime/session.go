@@ -90,16 +90,17 @@ func (r *Runner) openSession(ctx context.Context, req *Request, emit func(Event)
 	rn.transcript = append(make([]Message, 0, len(input)+8), input...)
 	rn.agent = activeAgent(req.Graph, rn.histScan.marker)
 	rn.info.Agent, rn.info.Input = rn.agent, input
+	// Before the approvals are moved on: a refused request changes nothing.
+	if err := checkResults(rn.history, req.Messages, len(input)); err != nil {
+		end()
+		return nil, nil, nil, err
+	}
 	switch paused := rn.openApprovals(); {
 	case paused && movesOn(input):
 		rn.moveOn(runCtx)
 	case !paused && len(input) == 0:
 		end()
 		return nil, nil, nil, fmt.Errorf("%w: a session request needs new input after its last assistant message", ErrInvalidRequest)
-	}
-	if err := checkResults(rn.history, req.Messages, len(input)); err != nil {
-		end()
-		return nil, nil, nil, err
 	}
 	if err := rn.checkClientTools(); err != nil {
 		end()
@@ -119,11 +120,14 @@ type sessionSaver struct {
 	released bool // the last save gave the lock back
 	atEnd    bool // only the last save writes (SaveAtEnd)
 	// With atEnd, the steps the run has finished, unwritten:
-	// transcript[:finished], with finishedBy holding the session. A run
-	// that fails writes them (keepFinished), as any run keeps its finished
-	// steps; only an answer or a halt ends it otherwise.
-	finished   int
-	finishedBy string
+	// transcript[:finished], with finishedBy holding the session and the
+	// approvals as they stood then. A run that fails writes them
+	// (keepFinished), as any run keeps its finished steps; only an answer
+	// or a halt ends it otherwise.
+	finished      int
+	finishedBy    string
+	finishedAppr  []Approval
+	finishedDirty bool
 }
 
 // replaced records that an input filter rewrote the run's transcript: the
@@ -138,6 +142,9 @@ func (sv *sessionSaver) replaced() { sv.saved, sv.replace = 0, true }
 func (sv *sessionSaver) save(ctx context.Context, rn *run, holder string, last bool) error {
 	if sv.atEnd && !last {
 		sv.finished, sv.finishedBy = len(rn.transcript), holder
+		rn.apprMu.Lock()
+		sv.finishedAppr, sv.finishedDirty = cloneApprovals(rn.approvals), rn.approvalsDirty
+		rn.apprMu.Unlock()
 		return nil
 	}
 	w := Write{ActiveAgent: holder, Replace: sv.replace, Messages: rn.transcript, Release: last}
@@ -180,8 +187,12 @@ func (sv *sessionSaver) keepFinished(ctx context.Context, rn *run) error {
 	if !sv.atEnd || sv.finished == 0 || sv.released {
 		return nil
 	}
+	// The approvals too as they stood after the last finished step: one
+	// the failed step asked for has no call stored to answer.
 	all := rn.transcript
-	rn.transcript = all[:sv.finished]
+	rn.apprMu.Lock()
+	rn.transcript, rn.approvals, rn.approvalsDirty = all[:sv.finished], sv.finishedAppr, sv.finishedDirty
+	rn.apprMu.Unlock()
 	sv.atEnd = false
 	err := sv.save(ctx, rn, sv.finishedBy, false)
 	rn.transcript = all
