@@ -219,6 +219,11 @@ func (r *responsesRenderer) fail(e *Error) bool {
 // no call of the response it continues, as OpenAI words it.
 func (call *responsesCall) runInput(ctx context.Context, rreq *runtime.Request, emit func(runtime.Event)) (*runtime.Result, error) {
 	res, err := call.runOrFork(ctx, rreq, emit)
+	if call.fresh && errors.Is(err, runtime.ErrInvalidRequest) {
+		// Refused before it ran: the session seeded for it (seed) holds
+		// nothing the client will ever be told of.
+		call.forget(rreq.SessionID)
+	}
 	var pe *runtime.ParamError
 	if errors.As(err, &pe) && strings.HasSuffix(pe.Param, ".tool_call_id") {
 		var i int

@@ -456,3 +456,40 @@ func TestToolChoiceIsEnforced(t *testing.T) {
 		t.Errorf("chat, none: %d %s", chat.Status, chat.Body)
 	}
 }
+
+// A fresh response refused for such an output leaves no session behind:
+// the one seeded with its history is forgotten, since the client never
+// learns its id.
+func TestRefusedFreshResponseLeavesNoSession(t *testing.T) {
+	stores(t, func(t *testing.T, storeURL string) {
+		// A principal of this test's own: the list is the principal's,
+		// whatever else shares the Redis.
+		name := newSessionID(t)
+		yaml := strings.Replace(deskYAML, "server:\n  listen: 127.0.0.1:0\n",
+			"server:\n  listen: 127.0.0.1:0\n  api_keys: [{name: \""+name+"\", key: \"k-"+name+"\"}]\n", 1)
+		gw := gwtest.Start(t, yaml+"store: {url: \""+storeURL+"\"}\n", map[string]string{"FAKE_URL": fakeupstream.New(t).URL, "TOOLS_URL": newToolServer(t).URL})
+		key := map[string]string{"Authorization": "Bearer k-" + name}
+		list := func() int {
+			var l struct {
+				Data []struct {
+					ID string `json:"id"`
+				} `json:"data"`
+			}
+			gw.Do(context.Background(), http.MethodGet, "/v1/sessions?limit=100", nil, key).Decode(t, &l)
+			return len(l.Data)
+		}
+		if n := list(); n != 0 {
+			t.Fatalf("a new principal lists %d sessions", n)
+		}
+		body := map[string]any{"model": "support", "input": []any{
+			map[string]any{"role": "user", "content": "weather?"},
+			map[string]any{"type": "function_call", "call_id": "c1", "name": "get_weather", "arguments": "{}"},
+			map[string]any{"type": "function_call_output", "call_id": "c9", "output": "sunny"}}}
+		if r := gw.Do(context.Background(), http.MethodPost, "/v1/responses", body, key); r.Status != http.StatusBadRequest {
+			t.Fatalf("%d %s", r.Status, r.Body)
+		}
+		if n := list(); n != 0 {
+			t.Errorf("%d sessions listed after the refused request, want none", n)
+		}
+	})
+}
