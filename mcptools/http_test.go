@@ -53,6 +53,17 @@ func TestHTTPWrongHeaderIsUnreachable(t *testing.T) {
 	}
 }
 
+// Start returns once each server's first attempt is over and told: its
+// warning is logged by then, however slow the logger (CI found the test
+// above reading the log before the warning was written).
+func TestStartReturnsOnceTheFirstAttemptIsLogged(t *testing.T) {
+	rec := &logRecorder{slow: 200 * time.Millisecond}
+	startManagerLogging(t, httpYAML("http://"+reserveAddr(t)+"/mcp", "{}"), nil, rec)
+	if rec.count("mcp server unreachable") != 1 {
+		t.Errorf("log = %q when Start returned, want the warning that the server is unreachable", rec.msgs)
+	}
+}
+
 func TestHTTPServerUpLater(t *testing.T) {
 	addr := reserveAddr(t)
 	m, rec := startManager(t, httpYAML("http://"+addr+"/mcp", "{}"), nil)

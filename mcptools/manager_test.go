@@ -23,12 +23,16 @@ import (
 type logRecorder struct {
 	mu   sync.Mutex
 	msgs []string
+	// slow is how long each record takes to write: a logger slower than
+	// the code around it.
+	slow time.Duration
 }
 
 func (r *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
 func (r *logRecorder) WithAttrs([]slog.Attr) slog.Handler       { return r }
 func (r *logRecorder) WithGroup(string) slog.Handler            { return r }
 func (r *logRecorder) Handle(_ context.Context, rec slog.Record) error {
+	time.Sleep(r.slow)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.msgs = append(r.msgs, rec.Message)
@@ -52,6 +56,13 @@ func (r *logRecorder) count(prefix string) int {
 // manager for it, closed when the test ends.
 func startManager(t *testing.T, yml string, env map[string]string) (*Manager, *logRecorder) {
 	t.Helper()
+	rec := &logRecorder{}
+	return startManagerLogging(t, yml, env, rec), rec
+}
+
+// startManagerLogging is startManager logging to rec.
+func startManagerLogging(t *testing.T, yml string, env map[string]string, rec *logRecorder) *Manager {
+	t.Helper()
 	getenv := func(k string) string {
 		if k == "SELF" {
 			return os.Args[0]
@@ -62,13 +73,12 @@ func startManager(t *testing.T, yml string, env map[string]string) (*Manager, *l
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	rec := &logRecorder{}
 	m := New(cfg, Options{Logger: slog.New(rec)})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	m.Start(ctx)
 	t.Cleanup(m.Close)
-	return m, rec
+	return m
 }
 
 // stdioYAML is a config whose agent billing uses this binary as a stdio

@@ -120,16 +120,20 @@ func (s *server) wake() {
 }
 
 // run keeps the server connected until ctx is done. first is called once
-// the first attempt is over, whatever its outcome.
+// the first attempt is over, whatever its outcome, and logged: Start
+// returns then, and what it reports is told by then.
 func (s *server) run(ctx context.Context, first func()) {
-	delay := minBackoff
-	failures := 0
-	for {
-		c, err := s.connect(ctx)
+	attempted := func() {
 		if first != nil {
 			first()
 			first = nil
 		}
+	}
+	defer attempted()
+	delay := minBackoff
+	failures := 0
+	for {
+		c, err := s.connect(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -140,6 +144,7 @@ func (s *server) run(ctx context.Context, first func()) {
 			} else {
 				s.log.Debug("mcp server still unreachable", "err", err, "attempts", failures)
 			}
+			attempted()
 			if !s.sleep(ctx, delay) {
 				return
 			}
@@ -148,6 +153,7 @@ func (s *server) run(ctx context.Context, first func()) {
 		}
 		failures = 0
 		s.log.Info("mcp server connected", "tools", len(s.listed()))
+		attempted()
 		began := time.Now()
 		s.watch(ctx, c)
 		s.mu.Lock()
