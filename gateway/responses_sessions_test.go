@@ -244,30 +244,24 @@ func TestResponsesIsolatedPerPrincipal(t *testing.T) {
 // defines it, the last handoff marker's, also from a response a graph
 // without that agent answered with its lead.
 func TestForkKeepsTheMarkersAgent(t *testing.T) {
-	yaml := strings.Replace(deskYAML, "\ngraphs:\n", `
-  greeter:
-    instructions: You are the greeter.
-    model: fake/greeter-model
-graphs:
-  front: {lead: greeter}
-`, 1)
-	fake := fakeupstream.New(t,
-		fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("c1", "transfer_to_billing", `{}`)}},
-		fakeupstream.Reply{Text: "billing: what charge?"},
-		fakeupstream.Reply{Text: "greeter: hello"},
-		fakeupstream.Reply{Text: "billing: again"},
-		fakeupstream.Reply{Text: "billing: from the fork"},
-	)
-	tools := newToolServer(t)
-	gw := gwtest.Start(t, yaml, map[string]string{"FAKE_URL": fake.URL, "TOOLS_URL": tools.URL})
-	r1 := create(t, gw, map[string]any{"model": "support", "input": "charged twice"}, nil)
-	r2 := create(t, gw, map[string]any{"model": "front", "input": "hi", "previous_response_id": r1.ID}, nil)
-	create(t, gw, map[string]any{"model": "support", "input": "still there?", "previous_response_id": r2.ID}, nil)
-	fork := create(t, gw, map[string]any{"model": "support", "input": "back to r2", "previous_response_id": r2.ID}, nil)
-	if fork.Metadata["sessionId"] == r1.Metadata["sessionId"] || fork.Metadata["agentName"] != "billing" {
-		t.Fatalf("the fork: %v", fork.Metadata)
-	}
-	if _, s := getSession(t, gw, fork.Metadata["sessionId"], nil); s.ActiveAgent != "billing" {
-		t.Errorf("the fork's activeAgent %q, want billing", s.ActiveAgent)
-	}
+	stores(t, func(t *testing.T, storeURL string) {
+		fake := fakeupstream.New(t,
+			fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("c1", "transfer_to_billing", `{}`)}},
+			fakeupstream.Reply{Text: "billing: what charge?"},
+			fakeupstream.Reply{Text: "greeter: hello"},
+			fakeupstream.Reply{Text: "billing: again"},
+			fakeupstream.Reply{Text: "billing: from the fork"},
+		)
+		gw := gwtest.Start(t, frontYAML()+"store: {url: \""+storeURL+"\"}\n", map[string]string{"FAKE_URL": fake.URL, "TOOLS_URL": newToolServer(t).URL})
+		r1 := create(t, gw, map[string]any{"model": "support", "input": "charged twice"}, nil)
+		r2 := create(t, gw, map[string]any{"model": "front", "input": "hi", "previous_response_id": r1.ID}, nil)
+		create(t, gw, map[string]any{"model": "support", "input": "still there?", "previous_response_id": r2.ID}, nil)
+		fork := create(t, gw, map[string]any{"model": "support", "input": "back to r2", "previous_response_id": r2.ID}, nil)
+		if fork.Metadata["sessionId"] == r1.Metadata["sessionId"] || fork.Metadata["agentName"] != "billing" {
+			t.Fatalf("the fork: %v", fork.Metadata)
+		}
+		if _, s := getSession(t, gw, fork.Metadata["sessionId"], nil); s.ActiveAgent != "billing" {
+			t.Errorf("the fork's activeAgent %q, want billing", s.ActiveAgent)
+		}
+	})
 }

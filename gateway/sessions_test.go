@@ -159,18 +159,24 @@ func TestSessionContinuesAtBilling(t *testing.T) {
 	})
 }
 
-// TestSessionAcrossGraphs checks which agent a session's turn starts with
-// (docs/handoffs.md): the one its last handoff marker names, or the requested
-// graph's lead when that graph lacks it; and the lead again once the
-// session is deleted.
-func TestSessionAcrossGraphs(t *testing.T) {
-	yaml := strings.Replace(deskYAML, "\ngraphs:\n", `
+// frontYAML is the desk with a second graph, front, whose one agent,
+// greeter, is not in support: a session moves between the two.
+func frontYAML() string {
+	return strings.Replace(deskYAML, "\ngraphs:\n", `
   greeter:
     instructions: You are the greeter.
     model: fake/greeter-model
 graphs:
   front: {lead: greeter}
 `, 1)
+}
+
+// TestSessionAcrossGraphs checks which agent a session's turn starts with
+// (docs/handoffs.md): the one its last handoff marker names, or the requested
+// graph's lead when that graph lacks it; and the lead again once the
+// session is deleted.
+func TestSessionAcrossGraphs(t *testing.T) {
+	yaml := frontYAML()
 	stores(t, func(t *testing.T, storeURL string) {
 		fake := fakeupstream.New(t,
 			fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("c1", "transfer_to_billing", `{}`)}},
