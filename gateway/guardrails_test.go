@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -558,123 +557,6 @@ func TestGuardrailSpans(t *testing.T) {
 	spans := string(coll.bytes())
 	for _, want := range []string{"guardrail lenient", "guardrail no_cards", "switchboard.guardrail.stage", "switchboard.guardrail.tripped",
 		"switchboard.guardrail.reason", "the text matches the guardrail's pattern"} {
-		if !strings.Contains(spans, want) {
-			t.Errorf("no %q in the exported spans", want)
-		}
-	}
-}
-
-// A model judge's tokens count against max_tokens_per_run (CONTRACT §8):
-// the triage call (15 tokens) and its input guardrail's judge (15) reach a
-// budget of 25, so the model call the tool's result needs is refused with
-// 422 budget_exceeded. The judge's own call is made whatever the budget: a
-// guardrail that cannot check fails closed.
-func TestModelJudgeTokensCountAgainstBudget(t *testing.T) {
-	fake := fakeupstream.New(t)
-	fake.SetFallback(func(r fakeupstream.Request) fakeupstream.Reply {
-		switch {
-		case r.Parsed.Model == "judge-model":
-			return fakeupstream.Reply{Text: `{"tripwire": false}`}
-		case len(r.Parsed.Messages) > 0 && r.Parsed.Messages[len(r.Parsed.Messages)-1].Role == "tool":
-			return fakeupstream.Reply{Text: "never asked for"}
-		}
-		return fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("c1", "lookup_charges", `{}`)}}
-	})
-	gw, tools := guardDesk(t, guardLists{
-		extra: "  budgeted: {lead: triage, input_guardrails: [jailbreak], max_tokens_per_run: 25}\n",
-	}, fake, nil)
-	resp := gw.Chat(gwtest.User("budgeted", "what did I pay?"), nil)
-	if resp.Status != http.StatusUnprocessableEntity || resp.ErrorCode(t) != "budget_exceeded" {
-		t.Fatalf("status %d: %s", resp.Status, resp.Body)
-	}
-	var models []string
-	for _, r := range fake.Requests() {
-		models = append(models, r.Parsed.Model)
-	}
-	slices.Sort(models)
-	if !slices.Equal(models, []string{"judge-model", "triage-model"}) {
-		t.Errorf("upstream calls %v, want the triage call and its judge only", models)
-	}
-	if n := len(tools.got("/charges")); n != 1 {
-		t.Errorf("the tool ran %d times, want once", n)
-	}
-}
-
-// Once the run's budget is spent, a judge's call does not start either:
-// the run ends with 422 budget_exceeded (CONTRACT §8: "no model call
-// starts"), not with a trip, and the judge model is never asked.
-func TestSpentBudgetStartsNoJudge(t *testing.T) {
-	fake := fakeupstream.New(t)
-	fake.SetFallback(func(r fakeupstream.Request) fakeupstream.Reply {
-		if r.Parsed.Model == "judge-model" {
-			return fakeupstream.Reply{Text: `{"tripwire": false}`}
-		}
-		return fakeupstream.Reply{Text: "an answer", Usage: &fakeupstream.Usage{PromptTokens: 40, CompletionTokens: 5}}
-	})
-	gw, _ := guardDesk(t, guardLists{
-		extra: "  spent: {lead: triage, output_guardrails: [jailbreak], max_tokens_per_run: 40}\n",
-	}, fake, nil)
-	resp := gw.Chat(gwtest.User("spent", "hello"), nil)
-	if resp.Status != http.StatusUnprocessableEntity || resp.ErrorCode(t) != "budget_exceeded" {
-		t.Fatalf("status %d: %s", resp.Status, resp.Body)
-	}
-	for _, r := range fake.Requests() {
-		if r.Parsed.Model == "judge-model" {
-			t.Errorf("the judge was asked after the budget was spent")
-		}
-	}
-}
-
-// A judge's call is one of the run's model calls: the reply's usage counts
-// its tokens (CONTRACT §3.1: "sums every model call of the run"), streamed
-// or not.
-func TestUsageCountsTheJudge(t *testing.T) {
-	fake := fakeupstream.New(t)
-	fake.SetFallback(func(r fakeupstream.Request) fakeupstream.Reply {
-		if r.Parsed.Model == "judge-model" {
-			return fakeupstream.Reply{Text: `{"tripwire": false}`, Usage: &fakeupstream.Usage{PromptTokens: 1000, CompletionTokens: 1}}
-		}
-		return fakeupstream.Reply{Text: "an answer", Usage: &fakeupstream.Usage{PromptTokens: 100, CompletionTokens: 1}}
-	})
-	gw, _ := guardDesk(t, guardLists{
-		extra: "  judged: {lead: triage, input_guardrails: [jailbreak], output_guardrails: [jailbreak]}\n",
-	}, fake, nil)
-	r := guardChat(t, gw, gwtest.User("judged", "hello"), nil)
-	if r.Usage.TotalTokens != 2103 {
-		t.Errorf("usage %d tokens, want the answer's 101 and two judges' 1001 each", r.Usage.TotalTokens)
-	}
-	body := gwtest.User("judged", "hello")
-	body["stream"], body["stream_options"] = true, map[string]any{"include_usage": true}
-	_, _, chunks, _ := streamChat(t, gw, body)
-	var total int
-	for _, c := range chunks {
-		if c.Usage != nil {
-			total = c.Usage.TotalTokens
-		}
-	}
-	if total != 2103 {
-		t.Errorf("streamed usage %d tokens, want 2103", total)
-	}
-}
-
-// A model judge's call is traced as the agents' calls are: a `chat` span
-// (CONTRACT §5: one per provider call), under its guardrail's span.
-func TestModelJudgeIsAChatSpan(t *testing.T) {
-	fake := fakeupstream.New(t)
-	fake.SetFallback(func(r fakeupstream.Request) fakeupstream.Reply {
-		if r.Parsed.Model == "judge-model" {
-			return fakeupstream.Reply{Text: `{"tripwire": false}`}
-		}
-		return fakeupstream.Reply{Text: "Fine."}
-	})
-	coll, collURL := newCollector(t)
-	gw, _ := guardDesk(t, guardLists{graphIn: "jailbreak", extra: "telemetry:\n  otlp_endpoint: " + collURL + "\n"}, fake, nil)
-	if r := guardChat(t, gw, gwtest.User("support", "hello"), nil); r.Choices[0].FinishReason != "stop" {
-		t.Fatalf("reply %+v", r)
-	}
-	gw.Close() // flush spans
-	spans := string(coll.bytes())
-	for _, want := range []string{"guardrail jailbreak", "chat judge-model", "chat triage-model"} {
 		if !strings.Contains(spans, want) {
 			t.Errorf("no %q in the exported spans", want)
 		}

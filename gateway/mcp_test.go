@@ -68,6 +68,20 @@ func mcpSession(t *testing.T, gw *gwtest.Gateway, key string) (*mcp.ClientSessio
 	return cs, err
 }
 
+// listTools connects with key and lists the tools.
+func listTools(t *testing.T, gw *gwtest.Gateway, key string) (*mcp.ClientSession, *mcp.ListToolsResult) {
+	t.Helper()
+	cs, err := mcpSession(t, gw, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs, res
+}
+
 func resultText(t *testing.T, res *mcp.CallToolResult) string {
 	t.Helper()
 	var parts []string
@@ -85,14 +99,7 @@ func TestMCPListsGraphsAsTools(t *testing.T) {
 	if _, err := mcpSession(t, gw, "wrong-key"); err == nil {
 		t.Fatal("connected to /mcp with a wrong key")
 	}
-	cs, err := mcpSession(t, gw, "acme-key")
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := cs.ListTools(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs, res := listTools(t, gw, "acme-key")
 	var names []string
 	for _, tool := range res.Tools {
 		names = append(names, tool.Name)
@@ -308,14 +315,7 @@ func TestMCPToolNameOfAGraph(t *testing.T) {
 	fake := fakeupstream.New(t, fakeupstream.Reply{Text: "echoed"})
 	yaml := strings.Replace(mcpYAML, "  parrot: {lead: echo}\n", "  \"acme/support v2\": {lead: echo}\n", 1)
 	gw := gwtest.Start(t, yaml, map[string]string{"FAKE_URL": fake.URL})
-	cs, err := mcpSession(t, gw, "acme-key")
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := cs.ListTools(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs, res := listTools(t, gw, "acme-key")
 	var got []string
 	for _, tool := range res.Tools {
 		got = append(got, tool.Name+"|"+tool.Title)

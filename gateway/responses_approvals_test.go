@@ -54,11 +54,9 @@ func pausedResponse(t *testing.T, r *respBody, tool, args string) approvalBody {
 // no move past the response), the tool runs once.
 func TestResponsesApprovalDecidedThenContinued(t *testing.T) {
 	stores(t, func(t *testing.T, storeURL string) {
-		gw, fake, tools := gatedDesk(t, storeURL,
-			fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("c1", "transfer_to_billing", `{}`)}},
-			fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("l1", "lookup_charges", `{}`)}},
+		gw, fake, tools := gatedDesk(t, storeURL, askLookup(
 			fakeupstream.Reply{Text: "You were charged twice."},
-		)
+		)...)
 		p := create(t, gw, input("why two charges?", "instructions", "Be brief."), acmeAuth)
 		a := pausedResponse(t, p, "lookup_charges", `{}`)
 		sess := p.Metadata["sessionId"]

@@ -158,15 +158,14 @@ func TestSetupExportsToCollectorOnShutdown(t *testing.T) {
 	}
 }
 
-func TestExportFailureIsLogged(t *testing.T) {
-	srv := httptest.NewServer(http.NotFoundHandler())
-	url := srv.URL
-	srv.Close() // nothing listens there any more
-
+// failedExportLogs sets tracing up for endpoint, where nothing listens,
+// ends one span and shuts down, and returns what was logged.
+func failedExportLogs(t *testing.T, endpoint string) string {
+	t.Helper()
 	var logs bytes.Buffer
 	var mu sync.Mutex
 	logger := slog.New(slog.NewTextHandler(&lockedWriter{mu: &mu, w: &logs}, nil))
-	tr, err := Setup(context.Background(), graphs.Telemetry{OTLPEndpoint: url}, logger)
+	tr, err := Setup(context.Background(), graphs.Telemetry{OTLPEndpoint: endpoint}, logger)
 	if err != nil {
 		t.Fatalf("Setup: %v", err)
 	}
@@ -179,34 +178,29 @@ func TestExportFailureIsLogged(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if !strings.Contains(logs.String(), "trace export failed") || !strings.Contains(logs.String(), url+"/v1/traces") {
-		t.Errorf("log does not report the failed export to %s:\n%s", url, logs.String())
+	return logs.String()
+}
+
+// closedHost is the host:port of a server that is closed: nothing
+// listens there any more.
+func closedHost() string {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	srv.Close()
+	return strings.TrimPrefix(srv.URL, "http://")
+}
+
+func TestExportFailureIsLogged(t *testing.T) {
+	url := "http://" + closedHost()
+	if got := failedExportLogs(t, url); !strings.Contains(got, "trace export failed") || !strings.Contains(got, url+"/v1/traces") {
+		t.Errorf("log does not report the failed export to %s:\n%s", url, got)
 	}
 }
 
 // A collector's URL with a password is logged masked, at start and when
 // an export fails (CONTRACT §14).
 func TestEndpointPasswordIsMaskedInLogs(t *testing.T) {
-	srv := httptest.NewServer(http.NotFoundHandler())
-	host := strings.TrimPrefix(srv.URL, "http://")
-	srv.Close()
-	var logs bytes.Buffer
-	var mu sync.Mutex
-	logger := slog.New(slog.NewTextHandler(&lockedWriter{mu: &mu, w: &logs}, nil))
-	tr, err := Setup(context.Background(), graphs.Telemetry{OTLPEndpoint: "http://u:pw-secret-1@" + host}, logger)
-	if err != nil {
-		t.Fatalf("Setup: %v", err)
-	}
-	_, span := tr.Provider.Tracer("test").Start(context.Background(), "lost")
-	span.End()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := tr.Shutdown(ctx); err != nil {
-		t.Fatalf("Shutdown: %v", err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	got := logs.String()
+	host := closedHost()
+	got := failedExportLogs(t, "http://u:pw-secret-1@"+host)
 	masked := "u:xxxxx@" + host + "/v1/traces"
 	if strings.Contains(got, "pw-secret-1") || !strings.Contains(got, "tracing enabled") || !strings.Contains(got, "trace export failed") || strings.Count(got, masked) < 2 {
 		t.Errorf("logs:\n%s", got)

@@ -1,0 +1,237 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchboard-ai/switchboard/internal/fakeupstream"
+	"github.com/switchboard-ai/switchboard/internal/gwtest"
+)
+
+// The next request of a session paused for approvals (CONTRACT §6): a new
+// user message rejects what is pending, an approved call still runs before
+// it, a system message is context, and a refused request changes nothing.
+// The gated desk and its helpers are approvals_test.go's.
+
+// A new user message while approvals are pending rejects them, and the run
+// goes on with it; streamed, the pause is one chunk with the approvals.
+func TestApprovalNewMessageRejectsStreamed(t *testing.T) {
+	gw, fake, tools := gatedDesk(t, "memory://", askLookup(
+		fakeupstream.Reply{Text: "Fine, something else."},
+	)...)
+	id := newSessionID(t)
+	body := gwtest.User("support", "charges?")
+	body["stream"] = true
+	r := gw.Chat(body, acme(id))
+	data := gwtest.SSE(t, r.Body)
+	if len(data) < 3 || data[len(data)-1] != "[DONE]" {
+		t.Fatalf("stream %s", r.Body)
+	}
+	type chunk struct {
+		Choices []struct {
+			Delta struct {
+				Content *string `json:"content"`
+			} `json:"delta"`
+			FinishReason *string `json:"finish_reason"`
+		} `json:"choices"`
+		Metadata struct {
+			Event     string         `json:"event"`
+			Approvals []approvalBody `json:"approvals"`
+		} `json:"metadata"`
+	}
+	var text, finish string
+	var aps []approvalBody
+	for _, d := range data[:len(data)-1] {
+		var c chunk
+		if err := json.Unmarshal([]byte(d), &c); err != nil {
+			t.Fatal(err)
+		}
+		if c.Metadata.Event == "approval_required" {
+			aps = c.Metadata.Approvals
+			text = *c.Choices[0].Delta.Content
+		}
+		if len(c.Choices) > 0 && c.Choices[0].FinishReason != nil {
+			finish = *c.Choices[0].FinishReason
+		}
+	}
+	if text != "Approval required: lookup_charges {}" || finish != "stop" || len(aps) != 1 {
+		t.Fatalf("text %q finish %q approvals %+v", text, finish, aps)
+	}
+	c := completion(t, gw, gwtest.User("support", "never mind"), acme(id))
+	if c.Text() != "Fine, something else." {
+		t.Fatalf("%q", c.Text())
+	}
+	res := toolResults(fake.Requests()[2])["l1"]
+	if errorCode(t, res) != "rejected" || !strings.Contains(res, "the user sent a new message instead") {
+		t.Errorf("result %q", res)
+	}
+	if len(tools.got("/charges")) != 0 {
+		t.Error("the rejected tool ran")
+	}
+	if r := decideOne(gw, id, aps[0].ID, acme(id), map[string]any{"approve": true}); r.Status != http.StatusConflict {
+		t.Errorf("deciding a rejected approval: %d %s", r.Status, r.Body)
+	}
+}
+
+// A new message after approval_ttl: the pending call was already rejected
+// as expired, and its result and count say expired, not that the user
+// moved on.
+func TestExpiredApprovalThenNewMessage(t *testing.T) {
+	fake := fakeupstream.New(t,
+		fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("r1", "escalate_refund", `{"orderId":"o-1"}`)}},
+		fakeupstream.Reply{Text: "Something else, then."},
+	)
+	fake.SetStrict(true)
+	tools := newToolServer(t)
+	yaml := strings.Replace(gatedYAML("memory://"), "    max_steps: 6\n", "    max_steps: 6\n    approval_ttl: 1s\n", 1)
+	gw := gwtest.Start(t, yaml, map[string]string{"FAKE_URL": fake.URL, "TOOLS_URL": tools.URL})
+	id := newSessionID(t)
+	paused(t, gw, gwtest.User("support", "refund"), acme(id), "escalate_refund", `{"orderId":"o-1"}`)
+	time.Sleep(2 * time.Second) // expiresAt is in whole seconds
+	if c := completion(t, gw, gwtest.User("support", "never mind"), acme(id)); c.Text() != "Something else, then." {
+		t.Fatalf("%q", c.Text())
+	}
+	res := toolResults(fake.Requests()[1])["r1"]
+	if errorCode(t, res) != "rejected" || !strings.Contains(res, `"expired"`) || strings.Contains(res, "new message") {
+		t.Errorf("result %q, want the expired rejection", res)
+	}
+	metrics := string(gw.Do(context.Background(), http.MethodGet, "/metrics", nil, nil).Body)
+	if want := `switchboard_permission_decisions_total{decision="expired",graph="support",tool="escalate_refund"} 1`; !strings.Contains(metrics, want) {
+		t.Errorf("/metrics lacks %s", want)
+	}
+	if strings.Contains(metrics, `decision="rejected",graph="support",tool="escalate_refund"`) {
+		t.Errorf("an expired approval was counted rejected")
+	}
+}
+
+// A call the approver approved still runs when the session's next request
+// brings a new user message instead of resuming: only approvals still
+// pending are rejected by it (CONTRACT §6). The approved call's result comes
+// before the new message, and the decision is counted once, as approved. A
+// call the approver rejected keeps the approver's reason.
+func TestApprovedCallRunsBeforeNewMessage(t *testing.T) {
+	stores(t, func(t *testing.T, storeURL string) {
+		for _, approve := range []bool{true, false} {
+			name := "approved"
+			if !approve {
+				name = "rejected"
+			}
+			t.Run(name, func(t *testing.T) {
+				gw, fake, tools := gatedDesk(t, storeURL, askLookup(
+					fakeupstream.Reply{Text: "About your other question."},
+				)...)
+				id := newSessionID(t)
+				a := paused(t, gw, gwtest.User("support", "why two charges?"), acme(id), "lookup_charges", `{}`)
+				if r := decideOne(gw, id, a.ID, acme(id), map[string]any{"approve": approve, "reason": "too risky"}); r.Status != http.StatusOK {
+					t.Fatalf("decide: %d %s", r.Status, r.Body)
+				}
+				c := completion(t, gw, gwtest.User("support", "and another thing"), acme(id))
+				if c.Text() != "About your other question." {
+					t.Fatalf("%q", c.Text())
+				}
+				msgs := fake.Requests()[2].Parsed.Messages
+				at := map[string]int{}
+				for i, m := range msgs {
+					switch {
+					case m.Role == "tool" && m.ToolCallID == "l1":
+						at["result"] = i
+					case m.Role == "user" && m.Text() == "and another thing":
+						at["user"] = i
+					}
+				}
+				if len(at) != 2 || at["result"] > at["user"] {
+					t.Fatalf("the model was shown %s; want l1's result, then the new message", fake.Requests()[2].Body)
+				}
+				res := msgs[at["result"]].Text()
+				ran := len(tools.got("/charges"))
+				if approve && (ran != 1 || !strings.Contains(res, "ch_1")) {
+					t.Errorf("approved: the tool ran %d times, result %q", ran, res)
+				}
+				if !approve && (ran != 0 || errorCode(t, res) != "rejected" || !strings.Contains(res, "too risky")) {
+					t.Errorf("rejected: the tool ran %d times, result %q", ran, res)
+				}
+				metrics := string(gw.Do(context.Background(), http.MethodGet, "/metrics", nil, nil).Body)
+				want, other := "approved", "rejected"
+				if !approve {
+					want, other = other, want
+				}
+				line := `switchboard_permission_decisions_total{decision="%s",graph="support",tool="lookup_charges"}`
+				if !strings.Contains(metrics, fmt.Sprintf(line, want)+" 1") || strings.Contains(metrics, fmt.Sprintf(line, other)) {
+					t.Errorf("decisions counted:\n%s", grepLines(metrics, "permission_decisions_total"))
+				}
+			})
+		}
+	})
+}
+
+// A new system or developer message is context, not the user moving on: it
+// leaves pending approvals pending (CONTRACT §6: "A new user message ...
+// rejects them all"), is kept in the session, and reaches the model in the
+// system prompt once the approved call has run.
+func TestSystemMessageKeepsApprovals(t *testing.T) {
+	stores(t, func(t *testing.T, storeURL string) {
+		gw, fake, tools := gatedDesk(t, storeURL, askLookup(
+			fakeupstream.Reply{Text: "Two charges."},
+		)...)
+		id := newSessionID(t)
+		a := paused(t, gw, gwtest.User("support", "why two charges?"), acme(id), "lookup_charges", `{}`)
+		sys := map[string]any{"model": "support", "messages": []any{map[string]any{"role": "system", "content": "Be brief."}}}
+		if again := paused(t, gw, sys, acme(id), "lookup_charges", `{}`); again.ID != a.ID {
+			t.Fatalf("the approval changed: %s, then %s", a.ID, again.ID)
+		}
+		if len(tools.got("/charges")) != 0 || len(fake.Requests()) != 2 {
+			t.Fatalf("the run went on: %d tool calls, %d model calls", len(tools.got("/charges")), len(fake.Requests()))
+		}
+		if r := decideOne(gw, id, a.ID, acme(id), map[string]any{"approve": true}); r.Status != http.StatusOK {
+			t.Fatalf("decide: %d %s", r.Status, r.Body)
+		}
+		dev := map[string]any{"model": "support", "messages": []any{map[string]any{"role": "developer", "content": "Cite the charge ids."}}}
+		if c := completion(t, gw, dev, acme(id)); c.Text() != "Two charges." {
+			t.Fatalf("resumed: %q", c.Text())
+		}
+		if n := len(tools.got("/charges")); n != 1 {
+			t.Fatalf("the approved tool ran %d times, want once", n)
+		}
+		last := fake.Requests()[2]
+		if !strings.Contains(toolResults(last)["l1"], "ch_1") {
+			t.Errorf("the approved call's result: %v", toolResults(last))
+		}
+		system := last.Parsed.Messages[0].Text()
+		if !strings.Contains(system, "Be brief.") || !strings.Contains(system, "Cite the charge ids.") {
+			t.Errorf("system prompt %q lacks the client's messages", system)
+		}
+		for i, m := range last.Parsed.Messages[1:] {
+			if m.Role == "system" || m.Role == "developer" {
+				t.Errorf("message %d is a %s message after the first", i+1, m.Role)
+			}
+		}
+	})
+}
+
+// A request refused for a tool result that answers no call changes
+// nothing: its new user message does not reject the pending approval, in
+// the store or in the decisions counted.
+func TestRefusedRequestRejectsNothing(t *testing.T) {
+	gw, _, _ := gatedDesk(t, "memory://", askLookup()...)
+	id := newSessionID(t)
+	a := paused(t, gw, gwtest.User("support", "why two charges?"), acme(id), "lookup_charges", `{}`)
+	r := gw.Chat(map[string]any{"model": "support", "messages": []any{
+		map[string]any{"role": "user", "content": "never mind"},
+		map[string]any{"role": "tool", "tool_call_id": "nope", "content": "x"}}}, acme(id))
+	if r.Status != http.StatusBadRequest {
+		t.Fatalf("%d %s", r.Status, r.Body)
+	}
+	_, s := getSessionAs(t, gw, id, acme(id))
+	if len(s.PendingApprovals) != 1 || s.PendingApprovals[0].ID != a.ID {
+		t.Errorf("pendingApprovals %+v", s.PendingApprovals)
+	}
+	metrics := string(gw.Do(context.Background(), http.MethodGet, "/metrics", nil, nil).Body)
+	if strings.Contains(metrics, `decision="rejected"`) {
+		t.Errorf("a refused request counted a rejection:\n%s", grepLines(metrics, "permission_decisions"))
+	}
+}
