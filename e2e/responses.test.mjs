@@ -124,9 +124,32 @@ test('client tools: a function_call item, then function_call_output with previou
   assert.equal(r2.output_text, 'Sunny in Oslo.');
   const reqs = await fake.requests();
   assert.deepEqual(reqs[0].body.tools.map((t) => t.function.name).at(-1), 'get_weather');
+  assert.equal(reqs[0].body.tools.at(-1).function.strict, true, "the client tool's strict reaches the provider");
   const result = reqs[1].body.messages.find((m) => m.role === 'tool');
   assert.deepEqual({ id: result.tool_call_id, content: result.content }, { id: 'w1', content: '{"sky":"sunny"}' });
   assertWellFormed(reqs);
+});
+
+test('a function_call_output that answers no call is BadRequestError (param input), and the model is not asked', async () => {
+  await fake.script({ text: 'first' }, { text: 'never' });
+  const oa = client();
+  const r = await oa.responses.create({ model: 'support', input: 'hello' });
+  await assert.rejects(
+    oa.responses.create({
+      model: 'support', previous_response_id: r.id,
+      input: [{ type: 'function_call_output', call_id: 'call_zzz', output: 'a' }],
+    }),
+    (err) => err instanceof OpenAI.BadRequestError && err.param === 'input' && /call_zzz/.test(err.message),
+  );
+  assert.equal((await fake.requests()).length, 1);
+});
+
+test("tool_choice 'none' is held on a model that calls a tool anyway: the call is dropped", async () => {
+  await fake.script({ text: 'No tools, then.', tool_calls: [{ id: 'w1', name: 'get_weather', arguments: { city: 'Oslo' } }] });
+  const r = await client().responses.create({ model: 'support', input: 'weather?', tools: [weatherTool], tool_choice: 'none' });
+  assert.deepEqual(r.output.map((o) => o.type), ['message']);
+  assert.equal(r.output_text, 'No tools, then.');
+  assert.equal(r.status, 'completed');
 });
 
 test('include switchboard:handoffs: handoff items and switchboard:handoff events, opt-in', async () => {
