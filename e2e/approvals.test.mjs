@@ -201,3 +201,62 @@ test('responses.stream: finalResponse() is the paused response, approvals and al
   const [a] = JSON.parse(final.metadata.approvals);
   checkApproval(a, 'escalate_refund', { orderId: 'o-3' }, 'triage');
 });
+
+/** askAuditor scripts the tech desk asking its auditor sub-agent, whose lookup_charges waits. */
+function askAuditor() {
+  return fake.script(
+    { tool_calls: [{ id: 'a1', name: 'ask_auditor', arguments: { task: 'check the charges' } }] },
+    { tool_calls: [{ id: 'l1', name: 'lookup_charges', arguments: {} }] },
+  );
+}
+
+test('chat: a call behind ask inside a sub-agent pauses the whole run; approved, the sub-agent goes on from where it stopped', async () => {
+  await askAuditor();
+  const id = sessionId('subagent');
+  const oa = client({ defaultHeaders: { 'X-Session-Id': id } });
+  const c = await oa.chat.completions.create({ model: 'tech', messages: [{ role: 'user', content: 'my app charged me twice' }], metadata: gate });
+  assert.equal(c.choices[0].finish_reason, 'stop');
+  assert.equal(c.choices[0].message.content, 'Approval required: lookup_charges {}');
+  assert.equal(c.metadata.event, 'approval_required');
+  assert.equal(c.metadata.agentName, 'tech-support');
+  assert.equal(c.metadata.approvals.length, 1);
+  const [a] = c.metadata.approvals;
+  checkApproval(a, 'lookup_charges', {}, 'auditor');
+  assert.equal(a.toolCallId, 'l1');
+  assert.equal(a.nest, undefined, 'the kept sub-agent transcript reached the client');
+  assert.deepEqual(await tools.calls(), [], 'the tool ran before it was approved');
+
+  const [status] = await decide(id, a.id, { approve: true });
+  assert.equal(status, 200);
+  await fake.script({ text: 'Two charges: one is a retry.' }, { text: 'A retry charged you twice.' });
+  const done = await oa.chat.completions.create({ model: 'tech', messages: [], metadata: gate });
+  assert.equal(done.choices[0].message.content, 'A retry charged you twice.');
+  assert.equal(done.metadata.agentName, 'tech-support');
+  assert.deepEqual(await tools.calls(), [{ path: '/charges', body: '{}' }]);
+  const reqs = await fake.requests();
+  assert.equal(reqs.length, 4);
+  assert.equal(reqs[2].body.model, 'auditor-model');
+  assert.deepEqual(reqs[2].body.messages.slice(1).map((m) => m.role), ['user', 'assistant', 'tool'], 'the auditor did not go on from its own transcript');
+  assert.match(toolResults(reqs[2]).l1, /ch_1/);
+  assert.equal(reqs[3].body.model, 'tech-model');
+  assert.equal(toolResults(reqs[3]).a1, 'Two charges: one is a retry.');
+});
+
+test('responses: a call inside a sub-agent pauses the response; previous_response_id resumes the sub-agent', async () => {
+  await askAuditor();
+  const oa = client();
+  const r = await oa.responses.create({ model: 'tech', input: 'my app charged me twice', metadata: gate });
+  assert.equal(r.status, 'incomplete');
+  assert.deepEqual(r.incomplete_details, { reason: 'approval_required' });
+  const [a] = JSON.parse(r.metadata.approvals);
+  checkApproval(a, 'lookup_charges', {}, 'auditor');
+
+  await fake.script({ text: 'Two charges: one is a retry.' }, { text: 'A retry charged you twice.' });
+  const done = await oa.responses.create({
+    model: 'tech', previous_response_id: r.id, metadata: gate,
+    approvals: [{ id: a.id, approve: true }],
+  });
+  assert.equal(done.status, 'completed');
+  assert.equal(done.output_text, 'A retry charged you twice.');
+  assert.deepEqual(await tools.calls(), [{ path: '/charges', body: '{}' }]);
+});

@@ -48,6 +48,10 @@ type Approval struct {
 	// DecidedAt is when it was decided, approved, rejected or expired
 	// (unix seconds); a used one is dropped approval_ttl after it.
 	DecidedAt int64 `json:"decidedAt,omitempty"`
+	// Nest places an approval asked for inside a sub-agent: the sub-agent
+	// calls it is under, outermost first, each with the transcript its
+	// sub-agent paused with (nested.go). Clients never see it (public).
+	Nest []NestFrame `json:"nest,omitempty"`
 }
 
 // Decision is a person's answer to one approval.
@@ -140,7 +144,7 @@ func (s *Session) PendingApprovals() []Approval {
 	for _, a := range s.Approvals {
 		a.expire(now)
 		if a.Status == ApprovalPending {
-			out = append(out, a)
+			out = append(out, a.public())
 		}
 	}
 	return out
@@ -168,7 +172,7 @@ func (r *Runner) DecideApproval(ctx context.Context, key SessionKey, d Decision)
 	if _, err := r.opts.Store.Save(ctx, key, lease, w); err != nil {
 		return Approval{}, fmt.Errorf("save decision: %w", err)
 	}
-	return *a, nil
+	return a.public(), nil
 }
 
 func cloneApprovals(list []Approval) []Approval {
@@ -247,6 +251,8 @@ func (rn *run) moveOn(ctx context.Context) {
 			rn.recordDecision(ctx, c.Function.Name, decision, SourceApprover)
 		} else if rn.classify(c).kind == callClient {
 			continue
+		} else {
+			rn.dropNested(ctx, c.ID)
 		}
 		results = append(results, toolResult(c.ID, toolError(codeRejected, msg)))
 	}
@@ -263,11 +269,12 @@ func (rn *run) moveOn(ctx context.Context) {
 	rn.transcript = append(results, rn.transcript...)
 }
 
-// approvalFor returns the unused approval of a tool call id, or nil. The
-// caller holds apprMu or runs alone.
+// approvalFor returns the unused approval of a tool call id of this run
+// (not of a sub-agent it asked, whose calls' ids are the sub-agent's model's),
+// or nil. The caller holds apprMu or runs alone.
 func (rn *run) approvalFor(callID string) *Approval {
 	for i := range rn.approvals {
-		if a := &rn.approvals[i]; a.ToolCallID == callID && !a.Used {
+		if a := &rn.approvals[i]; a.ToolCallID == callID && !a.Used && a.under(rn.nest) {
 			return a
 		}
 	}
@@ -282,6 +289,9 @@ func (rn *run) approvalFor(callID string) *Approval {
 // call it again.
 func (rn *run) notifyApprovals(ctx context.Context) {
 	h := rn.graph.OnApprovalRequired
+	if rn.info.Parent != nil {
+		return // a sub-agent's pause is its session run's, which notifies
+	}
 	if h == nil || rn.opts.Hooks == nil || len(rn.asked) == 0 {
 		return
 	}

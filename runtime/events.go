@@ -61,4 +61,7 @@ type Result struct {
 	// ExternalTime is the time spent waiting on providers, tools and hooks;
 	// the rest of a request's time is the gateway's own overhead.
 	ExternalTime time.Duration
+	// transcript is a sub-agent run's transcript, which its caller keeps
+	// when the sub-agent pauses (nested.go).
+	transcript []Message
 }

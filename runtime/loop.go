@@ -51,13 +51,14 @@ type run struct {
 
 	// saver saves steps; nil for a run outside any session.
 	saver *sessionSaver
-	// approvals are the session's (approvals.go), changed under apprMu
-	// while tools run; approvalsDirty has the next save write them.
-	approvals      []Approval
-	approvalsDirty bool
-	apprMu         sync.Mutex
-	// asked are the approvals this run created, for on_approval_required.
-	asked []Approval
+	// The session's approvals (approvalBook): the run's own book, or for
+	// a sub-agent's run the book of the run that asked it, so that a call
+	// deep in a sub-agent pauses the session's run (nested.go).
+	*approvalBook
+	ownBook approvalBook
+	// nest are the ids of the sub-agent calls this run runs under,
+	// outermost first: empty for a request's run.
+	nest []string
 	// held is a new user message that came while the paused turn had
 	// approved calls still to run (moveOn): resumeTurn runs them, then
 	// adds held to the transcript, so that their results come before it.
@@ -227,6 +228,9 @@ func (rn *run) finish(ctx context.Context, msg Message, reason string, s *Suspen
 	if rn.saver != nil {
 		rn.result.Version = rn.saver.version
 		rn.result.Point = pointAfter(rn.history, rn.transcript, rn.saver.version, rn.activeName(rn.agent))
+	}
+	if rn.info.Parent != nil {
+		rn.result.transcript = rn.transcript
 	}
 	return nil
 }

@@ -57,8 +57,9 @@ func (g permissionGate) InterceptTool(next ToolFunc) ToolFunc {
 		if a != nil {
 			a.expire(time.Now())
 			held = *a
+			held.Nest = nil // as clients see it
 			if held.Status != ApprovalPending {
-				a.Used = true
+				a.Used, a.Nest = true, nil
 				rn.approvalsDirty = true
 			}
 		}
@@ -85,6 +86,11 @@ func (g permissionGate) InterceptTool(next ToolFunc) ToolFunc {
 				// Still pending: counted when it paused.
 				return ToolResult{Suspend: SuspendApproval, Data: held}, nil
 			}
+		}
+		if inv.Tool != nil && inv.Tool.Agent != nil && rn.pausedSubrun(inv.Call.ID) != nil {
+			// A sub-agent call that the gate let through, paused inside:
+			// it goes on, and is not decided again.
+			return next(ctx, inv)
 		}
 		return g.decide(ctx, inv, next)
 	}
@@ -133,15 +139,9 @@ func (g permissionGate) decide(ctx context.Context, inv *ToolInvocation, next To
 		}
 		return ToolError(codeDenied, msg), nil
 	case graphs.ActionAsk:
-		if rn.saver == nil || rn.req.Ephemeral {
+		if !rn.canPause() {
 			inv.perm = &permDecision{DecisionDenied, source}
-			msg := "approval requires a session"
-			if inv.Run.Parent != nil {
-				// A sub-agent's run keeps no session of its own to pause
-				// in (docs/permissions.md).
-				msg += " (a sub-agent's call cannot wait for one)"
-			}
-			return ToolError(codeDenied, msg), nil
+			return ToolError(codeDenied, "approval requires a session"), nil
 		}
 		if rn.remembered(inv.Agent.Name, name) {
 			inv.perm = &permDecision{DecisionAllowed, SourceRemembered}
@@ -176,9 +176,11 @@ func (rn *run) ask(inv *ToolInvocation) ToolResult {
 	a := Approval{
 		ID: newApprovalID(), Tool: inv.Call.Function.Name, Arguments: args, Agent: inv.Agent.Name,
 		ToolCallID: inv.Call.ID, Status: ApprovalPending, ExpiresAt: time.Now().Add(ttl).Unix(),
+		Nest: rn.nestFrames(),
 	}
 	rn.apprMu.Lock()
 	rn.approvals = append(rn.approvals, a)
+	a = a.public()
 	rn.asked = append(rn.asked, a)
 	rn.approvalsDirty = true
 	rn.apprMu.Unlock()

@@ -115,7 +115,7 @@ func (g permissionGate) askHook(ctx context.Context, inv *ToolInvocation, hook *
 		}
 		v, err = c.PreToolCall(ctx, hook, &HookCall{
 			Agent: inv.Agent.Name, Tool: inv.Call.Function.Name, Arguments: objectArgs(inv.Call.Function.Arguments),
-			ToolCallID: inv.Call.ID, SessionID: inv.Run.SessionID, Principal: inv.Run.Principal, Metadata: md,
+			ToolCallID: inv.Call.ID, SessionID: inv.Run.sessionOfRun(), Principal: inv.Run.Principal, Metadata: md,
 		})
 	}
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 
 	"go.opentelemetry.io/otel/trace"
@@ -183,6 +184,8 @@ type AgentRequest struct {
 	Handoffs bool
 	Stream   bool
 	Params   *Params
+	// within is the id of the caller's call that runs the sub-agent.
+	within string
 }
 
 // RunAgent runs an agent until it answers (or a limit is hit) and returns
@@ -197,6 +200,9 @@ func (r *Runner) RunAgent(ctx context.Context, req *AgentRequest, emit func(Even
 		rreq.Principal, rreq.Metadata = p.Principal, p.Metadata
 	}
 	rn := r.newRun(rreq, emit, req.Parent)
+	if p := req.Parent; p != nil && p.rn != nil && req.within != "" {
+		rn.nest = append(slices.Clip(p.rn.nest), req.within)
+	}
 	rn.noHandoffs = !req.Handoffs
 	rn.transcript = req.Messages
 	rn.agent = req.Agent
@@ -218,8 +224,13 @@ func (r *Runner) newRun(req *Request, emit func(Event), parent *RunInfo) *run {
 		// would be kept under an id nobody knows (CONTRACT §9, §10).
 		rn.info.SessionID = ""
 	}
+	rn.approvalBook = &rn.ownBook
 	if parent != nil {
 		rn.info.shared = parent.shared
+		if parent.rn != nil {
+			// A call deep in the sub-agent waits in the session's run.
+			rn.approvalBook = parent.rn.approvalBook
+		}
 	} else {
 		rn.info.shared = &rn.shared
 	}

@@ -39,6 +39,10 @@ func (SubagentRunner) Run(ctx context.Context, call *ToolInvocation) (string, er
 		return "", &ToolCodeError{Code: codeInvalidArgs, Message: err.Error()}
 	}
 	caller, name, id := call.Agent.Name, at.Agent.Name, call.Call.ID
+	messages := rn.pausedSubrun(id)
+	if messages == nil {
+		messages = []Message{{Role: RoleUser, Content: at.TaskMessage([]byte(args))}}
+	}
 	call.Emit(Event{Kind: EventSubagentStart, Agent: caller, Subagent: name, ToolCallID: id})
 	emit := func(ev Event) {
 		switch {
@@ -60,9 +64,10 @@ func (SubagentRunner) Run(ctx context.Context, call *ToolInvocation) (string, er
 		Parent:   call.Run,
 		Graph:    rn.graph,
 		Agent:    at.Agent,
-		Messages: []Message{{Role: RoleUser, Content: at.TaskMessage([]byte(args))}},
+		Messages: messages,
 		Stream:   rn.req.Stream,
 		Params:   params,
+		within:   id,
 	}, emit)
 	if res != nil {
 		rn.addUsage(res.Usage)
@@ -72,8 +77,14 @@ func (SubagentRunner) Run(ctx context.Context, call *ToolInvocation) (string, er
 		// that failed, the client gone) ends the caller's.
 		return "", &EndRunError{Err: fmt.Errorf("sub-agent %q: %w", name, err)}
 	}
-	if res.Suspension != nil {
-		return "", fmt.Errorf("sub-agent %q stopped for calls nobody can answer", name)
+	if s := res.Suspension; s != nil {
+		if !onlyApprovals(s) {
+			return "", fmt.Errorf("sub-agent %q stopped for calls nobody can answer", name)
+		}
+		// Paused for approvals: the caller's call waits with them, and
+		// the sub-agent goes on from here when they are decided.
+		rn.nestPause(id, name, res.transcript)
+		return "", &subagentHold{pending: s.Pending}
 	}
 	call.Emit(Event{Kind: EventSubagentDone, Agent: caller, Subagent: name, ToolCallID: id})
 	return res.Message.Content, nil

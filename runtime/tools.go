@@ -89,6 +89,9 @@ func toolBase(ctx context.Context, call *ToolInvocation) (ToolResult, error) {
 		if end := (*EndRunError)(nil); errors.As(err, &end) {
 			return ToolResult{}, end.Err
 		}
+		if h := (*subagentHold)(nil); errors.As(err, &h) {
+			return ToolResult{Suspend: SuspendApproval, Data: h}, nil
+		}
 		if ce := (*ToolCodeError)(nil); errors.As(err, &ce) {
 			res := ToolError(ce.Code, ce.Message)
 			res.Err = err

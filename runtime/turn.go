@@ -97,7 +97,7 @@ func (rn *run) turn(ctx context.Context, calls []ToolCall) (turnOutcome, error) 
 		}
 		switch {
 		case c.result.Suspend != "":
-			held = append(held, PendingCall{Call: c.inv.Call, Agent: rn.agent.Name, Reason: c.result.Suspend, Data: c.result.Data})
+			held = append(held, pendingOf(c.inv.Call, rn.agent.Name, c.result)...)
 		case c.result.Code == "":
 			accepted, c.ran = c, false // its result is written with the handoff
 		}
@@ -130,7 +130,7 @@ func (rn *run) askAhead(ctx context.Context, c *classified) (PendingCall, bool) 
 		if prior.Status != ApprovalPending {
 			return PendingCall{}, false
 		}
-		return PendingCall{Call: call, Agent: agent, Reason: SuspendApproval, Data: prior}, true
+		return PendingCall{Call: call, Agent: agent, Reason: SuspendApproval, Data: prior.public()}, true
 	}
 	name := call.Function.Name
 	if action, _ := decideRules(&rn.info, rn.agent, name); action != graphs.ActionAsk || rn.remembered(agent, name) {
@@ -188,7 +188,7 @@ func (rn *run) heldCalls(cs []classified) []PendingCall {
 	var held []PendingCall
 	for i := range cs {
 		if r := cs[i].result; cs[i].ran && r.Suspend != "" {
-			held = append(held, PendingCall{Call: cs[i].inv.Call, Agent: rn.agent.Name, Reason: r.Suspend, Data: r.Data})
+			held = append(held, pendingOf(cs[i].inv.Call, rn.agent.Name, r)...)
 		}
 	}
 	return held
@@ -265,7 +265,7 @@ func (rn *run) resume(ctx context.Context) (turnOutcome, error) {
 			owed = append(owed, c)
 			continue
 		}
-		gated = gated || rn.approvalFor(c.ID) != nil
+		gated = gated || rn.approvalFor(c.ID) != nil || rn.pausedSubrun(c.ID) != nil
 		rest = append(rest, c)
 	}
 	if len(owed) > 0 && rn.held == nil {
@@ -294,9 +294,11 @@ func (rn *run) stillOwed(turn Message, owed, rest []ToolCall) turnOutcome {
 		if a := rn.approvalFor(c.ID); a != nil {
 			cp := *a
 			if cp.expire(now); cp.Status == ApprovalPending {
-				held = append(held, PendingCall{Call: c, Agent: rn.agent.Name, Reason: SuspendApproval, Data: cp})
+				held = append(held, PendingCall{Call: c, Agent: rn.agent.Name, Reason: SuspendApproval, Data: cp.public()})
 			}
+			continue
 		}
+		held = append(held, rn.nestedPending(c.ID)...)
 	}
 	msg := turn
 	msg.ToolCalls = owed
