@@ -79,6 +79,7 @@ func TestCheckURL(t *testing.T) {
 		{"redis://:s3cr3tpw@127.0.0.1:6379/0", ""},
 		{"redis-sentinel://:s3cr3tpw@s1,s2/0?master=m", ""},
 		{"redis://:s3cr3tpw@127.0.0.1:notaport/0", "invalid port"},
+		{"redis://:s3cr3tpw@127.0.0.1:6379/-1", "invalid database number -1"},
 		{"redis-sentinel://:s3cr3tpw@s1,s2/0", "needs ?master="},
 		{"foo://bar", `unknown scheme "foo"`},
 		{"127.0.0.1:6379", "no scheme"},

@@ -40,6 +40,11 @@ func universalOptions(raw string) (*redis.UniversalOptions, error) {
 			}
 			return nil, fmt.Errorf("url %s: %w", redactURL(raw), err)
 		}
+		if o.DB < 0 {
+			// go-redis takes a negative database for none, and would
+			// use database 0.
+			return nil, fmt.Errorf("url %s: invalid database number %d", redactURL(raw), o.DB)
+		}
 		return simpleOptions(o), nil
 	case schemeSentinel, schemeSentinelTLS, schemeCluster, schemeClusterTLS:
 		uo, err := multiHostOptions(scheme, raw)

@@ -126,3 +126,32 @@ func TestSamplingParameters(t *testing.T) {
 		}
 	}
 }
+
+// A graph's name may hold a "/" (as model names do): GET /v1/models/{id}
+// finds it, written plainly or escaped. A path with a slash too many is a
+// 404 in the API's error shape, not a redirect.
+func TestModelNameWithASlash(t *testing.T) {
+	gw := gwtest.Start(t, `agents:
+  a: {description: A, instructions: A., model: demo/switchboard-demo}
+graphs:
+  acme/support: {lead: a}
+`, nil)
+	for _, path := range []string{"/v1/models/acme/support", "/v1/models/acme%2Fsupport"} {
+		var m struct {
+			ID string `json:"id"`
+		}
+		r := gw.Do(context.Background(), http.MethodGet, path, nil, nil)
+		if r.Status != http.StatusOK {
+			t.Fatalf("GET %s: %d %s", path, r.Status, r.Body)
+		}
+		if r.Decode(t, &m); m.ID != "acme/support" {
+			t.Errorf("GET %s: %s", path, r.Body)
+		}
+	}
+	if r := gw.Do(context.Background(), http.MethodGet, "/v1/models/", nil, nil); r.Status != http.StatusNotFound || r.ErrorCode(t) != "model_not_found" {
+		t.Errorf("GET /v1/models/: %d %s", r.Status, r.Body)
+	}
+	if r := gw.Do(context.Background(), http.MethodPost, "/v1/chat/completions/", gwtest.User("acme/support", "hi"), nil); r.Status != http.StatusNotFound || r.ErrorCode(t) != "not_found" {
+		t.Errorf("POST /v1/chat/completions/: %d %s", r.Status, r.Body)
+	}
+}

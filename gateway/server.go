@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httputil"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -81,6 +82,9 @@ func New(opts Options) *Server {
 	e.ContextWithFallback = true
 	// A known route asked with another method is 405 with Allow, not 404.
 	e.HandleMethodNotAllowed = true
+	// A path with a slash too many (or too few) is a 404 in the API's
+	// error shape, behind the key check, not a bare redirect that skips it.
+	e.RedirectTrailingSlash = false
 	e.Use(gin.CustomRecoveryWithWriter(nil, func(c *gin.Context, err any) {
 		s.log.Error("panic serving request", "path", c.Request.URL.Path, "panic", err)
 		s.abort(c, &Error{Status: http.StatusInternalServerError, Code: codeInternal, Message: "internal error"})
@@ -106,7 +110,7 @@ func New(opts Options) *Server {
 	v1 := e.Group("/v1", s.track, s.auth, s.rateLimit)
 	v1.POST("/chat/completions", s.admitRun, s.chatCompletions)
 	v1.GET("/models", s.listModels)
-	v1.GET("/models/:id", s.getModel)
+	v1.GET("/models/*id", s.getModel) // a graph's name may hold a "/"
 	v1.GET("/graphs/*path", s.graphDiagram)
 	v1.GET("/sessions", s.listSessions)
 	v1.GET("/sessions/:id", s.getSession)
@@ -268,9 +272,10 @@ func (s *Server) listModels(c *gin.Context) {
 }
 
 func (s *Server) getModel(c *gin.Context) {
-	g, ok := s.cfg.Graphs[c.Param("id")]
+	id := strings.TrimPrefix(c.Param("id"), "/")
+	g, ok := s.cfg.Graphs[id]
 	if !ok {
-		s.abort(c, &Error{Status: http.StatusNotFound, Code: codeModelNotFound, Param: "model", Message: "no graph named " + c.Param("id")})
+		s.abort(c, &Error{Status: http.StatusNotFound, Code: codeModelNotFound, Param: "model", Message: "no graph named " + strconv.Quote(id)})
 		return
 	}
 	c.JSON(http.StatusOK, s.model(g))

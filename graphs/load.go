@@ -18,6 +18,11 @@ type ConfigError struct {
 	// Problems each start with "config invalid: " and name the agent,
 	// handoff, tool or setting at fault.
 	Problems []string
+	// StoreURL is the store's URL as the config (or its environment
+	// override) gave it, which graphs does not check: the caller that
+	// knows the stores adds its problems to the others (all are reported
+	// together).
+	StoreURL string
 }
 
 // Error joins the problems, one per line.
@@ -74,8 +79,8 @@ func Parse(data []byte, builtin map[string]Provider, getenv func(string) string)
 	decodeStrict(root, &raw, "", &p)
 	applyEnvOverrides(&raw, getenv)
 	set := compile(&raw, builtin, &p)
-	if err := p.err(); err != nil {
-		return nil, err
+	if len(p.lines) > 0 {
+		return nil, &ConfigError{Problems: p.lines, StoreURL: raw.Store.URL}
 	}
 	return set, nil
 }

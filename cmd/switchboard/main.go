@@ -140,12 +140,27 @@ func load(path string) (*graphs.Set, error) {
 		cfg, err = graphs.LoadFile(path, builtin, os.Getenv)
 	}
 	if err != nil {
+		// The store's URL is checked with the rest: all the problems of a
+		// config are reported together (CONTRACT §2).
+		if ce := (*graphs.ConfigError)(nil); errors.As(err, &ce) {
+			if line := storeProblem(ce.StoreURL); line != "" {
+				ce.Problems = append(ce.Problems, line)
+			}
+		}
 		return nil, masked(err)
 	}
-	if err := cache.CheckURL(cfg.Store.URL); err != nil {
-		return nil, masked(&graphs.ConfigError{Problems: []string{"config invalid: store.url: " + err.Error()}})
+	if line := storeProblem(cfg.Store.URL); line != "" {
+		return nil, masked(&graphs.ConfigError{Problems: []string{line}})
 	}
 	return cfg, nil
+}
+
+// storeProblem is the config problem of a store URL, or "".
+func storeProblem(url string) string {
+	if err := cache.CheckURL(url); err != nil {
+		return "config invalid: store.url: " + err.Error()
+	}
+	return ""
 }
 
 // masked returns a config error with the credentials its lines quote

@@ -206,6 +206,11 @@ func TestValidateStoreURL(t *testing.T) {
 			t.Errorf("%s: exit %d, stdout %q, stderr %q", args[0], code, out, errOut)
 		}
 	}
+	// With other problems, the store's is reported with them.
+	other := strings.Replace(bad, "agents:\n", "agents:\n  extra:\n    model: demo/echo\n    tools: [nope]\n", 1)
+	if code, _, errOut := runCLI("validate", "--config", writeConfig(t, other)); code != 1 || !strings.Contains(errOut, `unknown tool "nope"`) || !strings.Contains(errOut, "config invalid: store.url: ") {
+		t.Errorf("with another problem: exit %d, stderr %q", code, errOut)
+	}
 	t.Setenv("SWITCHBOARD_STORE_URL", "redis-sentinel://s1,s2/0")
 	if code, _, errOut := runCLI("validate"); code != 1 || !strings.Contains(errOut, "config invalid: store.url: ") || !strings.Contains(errOut, "master") {
 		t.Errorf("SWITCHBOARD_STORE_URL: exit %d, stderr %q", code, errOut)
