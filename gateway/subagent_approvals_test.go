@@ -1,7 +1,9 @@
 package gateway_test
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -336,5 +338,136 @@ func TestSubagentCallHookHasTheSession(t *testing.T) {
 	want := []string{"lead ask_researcher " + id, "researcher lookup_charges " + id}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("hook calls %q, want %q", got, want)
+	}
+}
+
+// The lead's ask_researcher call was approved, then the user sent a new
+// message: the approved call runs first, and when the researcher then
+// asks about a call of its own nobody is asked any more (the user moved
+// on): that call reads the new-message rejection, the researcher answers
+// without it, and the lead goes on with the new message.
+func TestSubagentAsksAfterTheUserMovedOn(t *testing.T) {
+	stores(t, func(t *testing.T, storeURL string) {
+		tools := newToolServer(t)
+		fake := fakeupstream.New(t,
+			fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("a1", "ask_researcher", `{"task":"find the charges"}`)}},
+			fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("l1", "lookup_charges", `{}`)}},
+			fakeupstream.Reply{Text: "I could not look."},
+			fakeupstream.Reply{Text: "Hello again."},
+		)
+		fake.SetStrict(true)
+		yaml := gatedResearchYAML(storeURL, "    permissions:\n      - {tool: ask_researcher, action: ask}\n")
+		gw := gwtest.Start(t, yaml, map[string]string{"FAKE_URL": fake.URL, "TOOLS_URL": tools.URL})
+		id := newSessionID(t)
+		a := paused(t, gw, gwtest.User("research", "charges?"), session(id), "ask_researcher", `{"task":"find the charges"}`)
+		if d := decideOne(gw, id, a.ID, session(id), map[string]any{"approve": true}); d.Status != http.StatusOK {
+			t.Fatalf("%d %s", d.Status, d.Body)
+		}
+		if c := completion(t, gw, gwtest.User("research", "also, hello"), session(id)); c.Text() != "Hello again." {
+			t.Fatalf("%q", c.Text())
+		}
+		reqs := fake.Requests()
+		if got := toolResults(reqs[2])["l1"]; errorCode(t, got) != "rejected" || !strings.Contains(got, "the user sent a new message instead") {
+			t.Errorf("the researcher read %q", got)
+		}
+		lead := reqs[3].Parsed.Messages
+		if got := toolResults(reqs[3])["a1"]; got != "I could not look." || lead[len(lead)-1].Text() != "also, hello" {
+			t.Errorf("the lead read %q for a1, then %q", got, lead[len(lead)-1].Text())
+		}
+		if len(tools.got("/charges")) != 0 {
+			t.Error("the call ran")
+		}
+		if _, s := getSessionAs(t, gw, id, session(id)); len(s.PendingApprovals) != 0 {
+			t.Errorf("pending %+v", s.PendingApprovals)
+		}
+		if r := gw.Chat(researchTurn(), session(id)); r.Status != http.StatusBadRequest {
+			t.Errorf("an empty request with nothing paused: %d %s", r.Status, r.Body)
+		}
+	})
+}
+
+// Sub-agents of one turn that resume together read and change the
+// session's approvals at once (run under -race).
+func TestSubagentsResumeTogether(t *testing.T) {
+	const n = 4
+	stores(t, func(t *testing.T, storeURL string) {
+		for range 3 {
+			var calls []fakeupstream.ToolCall
+			replies := []fakeupstream.Reply{{}}
+			for i := range n {
+				calls = append(calls, toolCall(fmt.Sprintf("a%d", i), "ask_researcher", `{"task":"find the charges"}`))
+				replies = append(replies, fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("l1", "lookup_charges", `{}`)}})
+			}
+			replies[0].ToolCalls = calls
+			for range n {
+				replies = append(replies, fakeupstream.Reply{Text: "Found."})
+			}
+			replies = append(replies, fakeupstream.Reply{Text: "All found."})
+			tools := newToolServer(t)
+			fake := fakeupstream.New(t, replies...)
+			yaml := strings.Replace(gatedResearchYAML(storeURL, ""), "max_steps: 6", "max_steps: 20", 1)
+			gw := gwtest.Start(t, yaml, map[string]string{"FAKE_URL": fake.URL, "TOOLS_URL": tools.URL})
+			id := newSessionID(t)
+			r := gw.Chat(gwtest.User("research", "charges?"), session(id))
+			var p pausedReply
+			if r.Decode(t, &p); len(p.Metadata.Approvals) != n {
+				t.Fatalf("%d approvals: %s", len(p.Metadata.Approvals), r.Body)
+			}
+			var ds []any
+			for _, a := range p.Metadata.Approvals {
+				ds = append(ds, map[string]any{"id": a.ID, "approve": true})
+			}
+			body := researchTurn()
+			body["approvals"] = ds
+			if c := completion(t, gw, body, session(id)); c.Text() != "All found." {
+				t.Fatalf("%q", c.Text())
+			}
+			if got := len(tools.got("/charges")); got != n {
+				t.Errorf("the tool ran %d times", got)
+			}
+		}
+	})
+}
+
+// A new user message drops the sub-agent's approvals at once: the lead's
+// own call of the same id (a waiting handoff) is not taken for theirs. It
+// reads the new-message rejection and does not happen, and only the
+// sub-agent's call is counted.
+func TestSubagentApprovalIDsApartFromTheLeads(t *testing.T) {
+	for _, decided := range []bool{false, true} {
+		t.Run(map[bool]string{false: "pending", true: "approved"}[decided], func(t *testing.T) {
+			stores(t, func(t *testing.T, storeURL string) {
+				gw, fake, tools := gatedResearch(t, storeURL,
+					fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{
+						toolCall("a1", "ask_researcher", `{"task":"find the charges"}`),
+						toolCall("l1", "transfer_to_billing", `{}`),
+					}},
+					fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("l1", "lookup_charges", `{}`)}},
+					fakeupstream.Reply{Text: "Hello again."},
+				)
+				id := newSessionID(t)
+				a := paused(t, gw, gwtest.User("research", "charges?"), session(id), "lookup_charges", `{}`)
+				if decided {
+					if d := decideOne(gw, id, a.ID, session(id), map[string]any{"approve": true}); d.Status != http.StatusOK {
+						t.Fatalf("%d %s", d.Status, d.Body)
+					}
+				}
+				c := completion(t, gw, gwtest.User("research", "never mind, hello"), session(id))
+				last := fake.Requests()[2]
+				if c.Metadata.AgentName != "lead" || last.Parsed.Model != "lead-model" {
+					t.Errorf("the run went on as %q (%s): the waiting handoff happened", c.Metadata.AgentName, last.Parsed.Model)
+				}
+				if got := toolResults(last)["l1"]; !strings.Contains(got, "the user sent a new message instead") {
+					t.Errorf("the waiting handoff read %q", got)
+				}
+				if len(tools.got("/charges")) != 0 {
+					t.Error("the dropped call ran")
+				}
+				metrics := string(gw.Do(context.Background(), http.MethodGet, "/metrics", nil, nil).Body)
+				if strings.Contains(metrics, `tool="transfer_to_billing"`) {
+					t.Errorf("the handoff was counted:\n%s", grepLines(metrics, "permission_decisions"))
+				}
+			})
+		})
 	}
 }

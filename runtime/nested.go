@@ -184,6 +184,16 @@ func (rn *run) nestedPending(callID string) []PendingCall {
 	return out
 }
 
+// gatedCall reports whether the call callID of this run has an approval
+// of its own, or one inside the sub-agent it asked. A sub-agent's run
+// reads the approvals while its siblings' runs change them.
+func (rn *run) gatedCall(callID string) bool {
+	rn.apprMu.Lock()
+	a := rn.approvalFor(callID)
+	rn.apprMu.Unlock()
+	return a != nil || rn.pausedSubrun(callID) != nil
+}
+
 // dropNested ends the approvals asked for inside the sub-agent of the
 // paused call callID when the user sends a new message instead (moveOn):
 // the sub-agent does not go on, so each approval is counted as it stands,
@@ -206,7 +216,10 @@ func (rn *run) dropNested(ctx context.Context, callID string) {
 		case a.expired():
 			decision = DecisionExpired
 		}
-		a.Nest = nil
+		// Used at once: without its frames it would read as one of this
+		// run's own approvals, and a later call of the same id would
+		// find it (approvalFor).
+		a.Used, a.Nest = true, nil
 		rn.recordDecision(ctx, a.Tool, decision, SourceApprover)
 	}
 }

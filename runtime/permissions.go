@@ -147,6 +147,13 @@ func (g permissionGate) decide(ctx context.Context, inv *ToolInvocation, next To
 			inv.perm = &permDecision{DecisionAllowed, SourceRemembered}
 			return next(ctx, inv)
 		}
+		if rn.root().held != nil {
+			// The user sent a new message while the turn was paused, and
+			// an approved call of it (a sub-agent) now asks about another:
+			// nobody is asked any more, as for the turn's pending calls.
+			inv.perm = &permDecision{DecisionRejected, source}
+			return ToolError(codeRejected, rejectedNewMessage), nil
+		}
 		inv.perm = &permDecision{DecisionPending, source}
 		return rn.ask(inv), nil
 	}

@@ -163,7 +163,10 @@ func (r *Runner) openStateless(req *Request, emit func(Event)) (*run, error) {
 	rn := r.newRun(req, emit, nil)
 	rn.transcript = req.Messages
 	rn.agent = req.Graph.Lead
-	rn.info.Input = req.Messages
+	// The new input is what follows the last assistant message, as in a
+	// session: a stateless client resends its history every turn, which
+	// the input guardrails judged when it was new (CONTRACT §7).
+	rn.info.Input = req.Messages[lastAssistant(req.Messages)+1:]
 	if err := rn.checkClientTools(); err != nil {
 		return nil, err
 	}

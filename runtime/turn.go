@@ -265,7 +265,7 @@ func (rn *run) resume(ctx context.Context) (turnOutcome, error) {
 			owed = append(owed, c)
 			continue
 		}
-		gated = gated || rn.approvalFor(c.ID) != nil || rn.pausedSubrun(c.ID) != nil
+		gated = gated || rn.gatedCall(c.ID)
 		rest = append(rest, c)
 	}
 	if len(owed) > 0 && rn.held == nil {
