@@ -311,3 +311,53 @@ func TestSubagentResponses(t *testing.T) {
 		}
 	}
 }
+
+// On a stream a sub-agent's text reaches the client (subagent_delta), so
+// the output guardrails check it before it does: its chunks are held until
+// the sub-agent answered and its text passed, then sent in order; a trip
+// sends none of them and ends the run with content_filter.
+func TestSubagentStreamPassesOutputGuardrails(t *testing.T) {
+	extra := "    output_guardrails: [no_cards]\nguardrails:\n  no_cards:\n    regex: '\\b(?:\\d[ -]?){13,16}\\b'\n    message: I can't share card numbers.\n"
+	t.Run("tripped", func(t *testing.T) {
+		gw, _ := research(t, extra,
+			fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("c1", "ask_researcher", `{"task":"find the card"}`)}},
+			fakeupstream.Reply{StreamChunks: []string{"card 4111 ", "1111 1111 1111"}},
+		)
+		text, finish, chunks, raw := streamChat(t, gw, gwtest.User("research", "my card?"))
+		if strings.Contains(raw, "4111") || strings.Contains(raw, "subagent_") {
+			t.Errorf("the sub-agent's work reached the client:\n%s", raw)
+		}
+		if finish != "content_filter" || text != "I can't share card numbers." {
+			t.Errorf("finish %q, text %q", finish, text)
+		}
+		if g := chunks[len(chunks)-1].Metadata.Guardrail; g == nil || g.Name != "no_cards" || g.Stage != "output" {
+			t.Errorf("metadata.guardrail %+v", g)
+		}
+	})
+	t.Run("passed", func(t *testing.T) {
+		gw, _ := research(t, extra,
+			fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("c1", "ask_researcher", `{"task":"find it"}`)}},
+			fakeupstream.Reply{StreamChunks: []string{"100 C ", "at sea level"}},
+			fakeupstream.Reply{StreamChunks: []string{"Water boils ", "at 100 C."}},
+		)
+		body := gwtest.User("research", "When does water boil?")
+		body["stream"] = true
+		var events []string
+		for _, d := range gwtest.SSE(t, gw.Chat(body, nil).Body) {
+			var ch struct {
+				Metadata map[string]any `json:"metadata"`
+			}
+			if d != "[DONE]" {
+				_ = json.Unmarshal([]byte(d), &ch)
+			}
+			if ev, _ := ch.Metadata["event"].(string); strings.HasPrefix(ev, "subagent_") {
+				text, _ := ch.Metadata["text"].(string)
+				events = append(events, ev+" "+text)
+			}
+		}
+		want := []string{"subagent_start ", "subagent_delta 100 C ", "subagent_delta at sea level", "subagent_done "}
+		if diff := cmp.Diff(want, events); diff != "" {
+			t.Errorf("sub-agent chunks (-want +got):\n%s", diff)
+		}
+	})
+}

@@ -152,7 +152,7 @@ func (ic *Interceptor) guardModel(ctx context.Context, call *runtime.ModelCall, 
 	output := outputGuardrails(call.Run.Graph, call.Agent)
 	var in *pending
 	if len(st.queue) > 0 {
-		in = ic.start(ctx, call, StageInput, st.input, st.queue)
+		in = ic.start(ctx, call.Run, call.Agent, StageInput, st.input, st.queue)
 	}
 	if in == nil && len(output) == 0 {
 		return next(ctx, call)
@@ -186,7 +186,7 @@ func (ic *Interceptor) guardModel(ctx context.Context, call *runtime.ModelCall, 
 		return nil, err
 	}
 	if text := resp.Message.Content; text != "" && len(output) > 0 {
-		if err := ic.start(ctx, call, StageOutput, text, output).wait(ctx); err != nil {
+		if err := ic.start(ctx, call.Run, call.Agent, StageOutput, text, output).wait(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -289,12 +289,12 @@ func (p *pending) wait(ctx context.Context) error {
 
 // start runs the checks of text by guardrails, each in a goroutine of its
 // own.
-func (ic *Interceptor) start(ctx context.Context, call *runtime.ModelCall, stage, text string, list []*graphs.Guardrail) *pending {
+func (ic *Interceptor) start(ctx context.Context, run *runtime.RunInfo, agent *graphs.Agent, stage, text string, list []*graphs.Guardrail) *pending {
 	p := &pending{results: make([]error, len(list)), tripped: make(chan struct{}), done: make(chan struct{})}
 	var wg sync.WaitGroup
 	for i, g := range list {
-		c := &Check{Guardrail: g, Stage: stage, Text: text, Agent: call.Agent.Name, Graph: call.Run.Graph.Name,
-			SessionID: call.Run.SessionID, Principal: call.Run.Principal, Run: call.Run, On: call.Agent}
+		c := &Check{Guardrail: g, Stage: stage, Text: text, Agent: agent.Name, Graph: run.Graph.Name,
+			SessionID: run.SessionID, Principal: run.Principal, Run: run, On: agent}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
