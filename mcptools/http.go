@@ -17,13 +17,19 @@ func httpTransport(cfg *graphs.MCPServer, base http.RoundTripper, prop propagati
 		Endpoint: cfg.URL,
 		// No Timeout: the server's event stream stays open. Calls are
 		// bounded by their own context.
-		HTTPClient: &http.Client{Transport: &headerTransport{base: base, headers: cfg.Headers, prop: prop}},
+		HTTPClient: &http.Client{Transport: &headerTransport{base: base, headers: cfg.Headers, prop: prop}, CheckRedirect: noRedirects},
 		// The SDK would otherwise retry a broken stream for a while; the
 		// manager reconnects a broken session itself, and a call on a dead
 		// server must fail at once.
 		MaxRetries: -1,
 	}
 }
+
+// noRedirects makes a 3xx the answer, which the SDK takes for a failure:
+// followed, the call's arguments would go to an address not in the config,
+// with cfg's headers, which headerTransport sets on every request (net/http
+// drops only its own Authorization on a redirect to another host).
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // newBaseTransport is the connection pool for a manager's HTTP servers.
 func newBaseTransport() *http.Transport {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -198,5 +200,24 @@ func TestReloadKeepsToolsOfADownServer(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A server URL that answers 307 is not followed: the server's headers
+// would go with every request to the address it names, which is not in
+// the config (here a server that takes them, so following it would offer
+// its tools). The server is unreachable instead.
+func TestHTTPRedirectIsNotFollowed(t *testing.T) {
+	target := startHTTPServer(t, "Bearer t1")
+	redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target.URL(), http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(redirect.Close)
+	m, rec := startManager(t, httpYAML(redirect.URL+"/mcp", `{Authorization: "Bearer t1"}`), nil)
+	if got := m.offeredTo("billing"); len(got) != 0 {
+		t.Errorf("billing's tools = %v, from the redirect's target", toolNames(got))
+	}
+	if rec.count("mcp server unreachable") != 1 {
+		t.Errorf("log = %q, want one warning that the server is unreachable", rec.msgs)
 	}
 }

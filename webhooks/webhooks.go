@@ -49,12 +49,18 @@ func New(propagator propagation.TextMapPropagator) *Client {
 		TLSHandshakeTimeout:   5 * time.Second,
 		ExpectContinueTimeout: time.Second,
 	}
-	return &Client{http: &http.Client{Transport: t}, propagator: propagator}
+	return &Client{http: &http.Client{Transport: t, CheckRedirect: noRedirects}, propagator: propagator}
 }
 
+// noRedirects makes a 3xx the answer: followed, it would POST the payload
+// (the user's text, a tool call's arguments) again to an address that is
+// not in the config, and a 2xx there would pass a judge or a hook. As a
+// non-2xx it fails the call, closed.
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
 // Run POSTs the call's arguments to its HTTP tool and returns the response
-// body. A non-2xx status, a timeout, an unreachable tool or a body over
-// 1 MiB is an error.
+// body. A non-2xx status (a redirect too: it is not followed), a timeout,
+// an unreachable tool or a body over 1 MiB is an error.
 func (c *Client) Run(ctx context.Context, call *runtime.ToolInvocation) (string, error) {
 	tool := call.Tool
 	if tool.Kind != graphs.ToolHTTP || tool.HTTP == nil {
@@ -121,6 +127,9 @@ func (c *Client) post(ctx context.Context, url string, timeout time.Duration, bo
 	}
 	if len(out) > maxResultBytes {
 		return nil, fmt.Errorf("%w (over %d bytes)", runtime.ErrResultTooLarge, maxResultBytes)
+	}
+	if resp.StatusCode >= 300 && resp.StatusCode <= 399 {
+		return nil, fmt.Errorf("status %d: redirects are not followed", resp.StatusCode)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		snippet := strings.TrimSpace(string(out))
