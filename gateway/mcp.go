@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -82,23 +84,18 @@ func (s *Server) newMCPHandler() http.Handler {
 		// that lists the tools again after a reload sees the new graphs.
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 	})
-	published := map[string]string{}
-	for _, name := range s.cfg.GraphNames {
-		g := s.cfg.Graphs[name]
+	tools := s.graphTools()
+	for _, tool := range slices.Sorted(maps.Keys(tools)) {
+		g := tools[tool]
 		desc := g.Description
 		if desc == "" {
 			desc = "Runs the " + g.Name + " graph"
 		}
-		tool := &mcp.Tool{Name: mcpToolName(g.Name), Description: desc}
-		if other, ok := published[tool.Name]; ok {
-			s.log.Warn("mcp: graph not published as a tool: its tool name is another graph's", "graph", g.Name, "tool", tool.Name, "other", other)
-			continue
+		t := &mcp.Tool{Name: tool, Description: desc}
+		if tool != g.Name {
+			t.Title = g.Name
 		}
-		published[tool.Name] = g.Name
-		if tool.Name != g.Name {
-			tool.Title = g.Name
-		}
-		mcp.AddTool(server, tool,
+		mcp.AddTool(server, t,
 			func(ctx context.Context, _ *mcp.CallToolRequest, in mcpInput) (*mcp.CallToolResult, mcpOutput, error) {
 				return s.runGraphTool(ctx, g, in)
 			})
@@ -113,6 +110,33 @@ func (s *Server) newMCPHandler() http.Handler {
 		DisableLocalhostProtection: len(s.cfg.Server.APIKeys) > 0,
 		MaxRequestBodyBytes:        s.cfg.Server.MaxBodyBytes,
 	})
+}
+
+// graphTools maps each published tool name to its graph. A graph whose
+// name is a valid tool name is published under it; then, in name order,
+// each other graph under mcpToolName, unless a graph already holds that
+// name: a renamed graph must not hide the graph that is really called so,
+// nor an earlier renamed one. A graph left out is logged.
+func (s *Server) graphTools() map[string]*graphs.Graph {
+	out := map[string]*graphs.Graph{}
+	var renamed []*graphs.Graph
+	for _, name := range s.cfg.GraphNames {
+		g := s.cfg.Graphs[name]
+		if mcpToolName(name) == name {
+			out[name] = g
+		} else {
+			renamed = append(renamed, g)
+		}
+	}
+	for _, g := range renamed {
+		tool := mcpToolName(g.Name)
+		if other, ok := out[tool]; ok {
+			s.log.Warn("mcp: graph not published as a tool: its tool name is another graph's", "graph", g.Name, "tool", tool, "other", other.Name)
+			continue
+		}
+		out[tool] = g
+	}
+	return out
 }
 
 // crossOrigin refuses a browser's request from another origin (its Origin

@@ -331,3 +331,38 @@ func TestMCPToolNameOfAGraph(t *testing.T) {
 		t.Errorf("the call ran %s", m)
 	}
 }
+
+// A graph whose own name is a valid tool name keeps it: a renamed graph
+// whose tool name would be that name, or an earlier renamed graph's, is
+// the one left out, with a warning. Here my_graph is reached as my_graph,
+// and of "a b" and "a/b" (both a_b) the first by name is published.
+func TestMCPToolNameClashKeepsTheRealName(t *testing.T) {
+	fake := fakeupstream.New(t, fakeupstream.Reply{Text: "echoed"})
+	yaml := strings.Replace(mcpYAML, "  parrot: {lead: echo}\n",
+		"  \"my graph\": {lead: triage}\n  my_graph: {lead: echo}\n  \"a/b\": {lead: echo}\n  \"a b\": {lead: triage}\n", 1)
+	var logs syncBuffer
+	gw := gwtest.StartLogging(t, gwtest.Compile(t, yaml, map[string]string{"FAKE_URL": fake.URL}), &logs)
+	cs, res := listTools(t, gw, "acme-key")
+	var got []string
+	for _, tool := range res.Tools {
+		got = append(got, tool.Name+"|"+tool.Title)
+	}
+	if want := []string{"a_b|a b", "my_graph|", "support|"}; !slices.Equal(got, want) {
+		t.Errorf("tools %v, want %v", got, want)
+	}
+	call, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "my_graph", Arguments: map[string]any{"message": "hi"}})
+	if err != nil || call.IsError || resultText(t, call) != "echoed" {
+		t.Fatalf("call: %v %+v", err, call)
+	}
+	if m := fake.Requests()[0].Parsed.Model; m != "echo-model" {
+		t.Errorf("my_graph ran %s, want the graph named my_graph (echo-model)", m)
+	}
+	for _, want := range []string{
+		`"graph":"my graph","tool":"my_graph","other":"my_graph"`,
+		`"graph":"a/b","tool":"a_b","other":"a b"`,
+	} {
+		if n := strings.Count(logs.String(), want); n != 1 {
+			t.Errorf("log has %q %d times, want once:\n%s", want, n, logs.String())
+		}
+	}
+}
