@@ -142,6 +142,10 @@ func subagentPath(a, target *Agent, seen map[*Agent]bool) []string {
 	return nil
 }
 
+// RunningAgents returns every agent that can run in g, keyed by name: its
+// agents and every agent they ask as a sub-agent, directly or not.
+func (g *Graph) RunningAgents() map[string]*Agent { return withSubagents(g) }
+
 // withSubagents returns the graph's agents and every agent they ask as a
 // sub-agent, directly or not, keyed by name: every agent that can run in
 // the graph.

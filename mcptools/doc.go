@@ -13,7 +13,9 @@
 //
 // Tools returns what an agent is offered now. A tool whose name is not a
 // valid function name, or clashes with another tool or handoff of the
-// agent, is not offered, and the problem is logged once as a config error.
+// agent, is not offered, and the problem is logged once as a config error;
+// so is one that clashes with a memory tool of a graph the agent runs in,
+// which the run offers in its place.
 // Call returns a result's text (text parts joined by newlines, structured
 // content as JSON); a result marked isError, one over 1 MiB, and a call
 // that failed are errors, which the run reports to the model as

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/switchboard-ai/switchboard/graphs"
 )
 
@@ -154,6 +156,49 @@ graphs: {support: {lead: billing}}
 	}
 	if got := m.offeredTo("refunds"); len(got) != 0 {
 		t.Errorf("refunds, without mcp, is offered %v", toolNames(got))
+	}
+}
+
+// A server tool named as a memory tool of a graph the agent runs in (as
+// lead, or as a sub-agent) is a clash logged once per graph as a config
+// error, as one with a tool or handoff is; the manager still lists it,
+// since the run offers the memory tool in its place only where it applies
+// (a graph without the slot, a run without its scope).
+func TestMemoryToolClashesAreLogged(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "notes", Version: "1"}, nil)
+	for _, name := range []string{"recall_notes", "remember_other", "lookup"} {
+		mcp.AddTool(s, &mcp.Tool{Name: name},
+			func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+				return &mcp.CallToolResult{}, nil, nil
+			})
+	}
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true}))
+	t.Cleanup(srv.Close)
+	yml := fmt.Sprintf(`
+mcp_servers:
+  crm: {url: %q}
+memory:
+  notes: {}
+agents:
+  billing: {model: demo/echo, description: Billing, mcp: [crm]}
+  desk: {model: demo/echo, subagents: [billing]}
+graphs:
+  support: {lead: billing, memory: [notes]}
+  help: {lead: desk, memory: [notes]}
+  plain: {lead: billing}
+`, srv.URL)
+	m, rec := startManager(t, yml, nil)
+	if got, want := toolNames(m.offeredTo("billing")), []string{"lookup", "recall_notes", "remember_other"}; !slices.Equal(got, want) {
+		t.Errorf("billing's tools = %v, want %v", got, want)
+	}
+	for _, g := range []string{"help", "support"} {
+		p := fmt.Sprintf(`config invalid: agent "billing": mcp server "crm": tool "recall_notes" clashes with a memory tool of graph %q`, g)
+		if n := rec.count(p); n != 1 {
+			t.Errorf("%q logged %d times, want once; log: %q", p, n, rec.msgs)
+		}
+	}
+	if n := rec.count("config invalid"); n != 2 {
+		t.Errorf("%d config errors logged, want the 2 clashes; log: %q", n, rec.msgs)
 	}
 }
 

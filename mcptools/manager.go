@@ -38,6 +38,10 @@ type Manager struct {
 	log     *slog.Logger
 	servers map[string]*server
 	agents  []*graphs.Agent // every agent with MCP servers, by name
+	// memory maps an agent's name to the names of the memory tools it may
+	// be offered, each to the graphs (by name) that offer it: such a tool
+	// takes the name from an MCP tool in a run that has the slot.
+	memory map[string]map[string][]string
 
 	// offers maps an agent's name to the tools it is offered now; it is
 	// replaced, never changed, each time a server's tools are listed.
@@ -79,6 +83,7 @@ func New(cfg *graphs.Set, opts Options) *Manager {
 	for _, name := range slices.Sorted(maps.Keys(seen)) {
 		m.agents = append(m.agents, seen[name])
 	}
+	m.memory = memoryToolsOf(cfg)
 	m.offers.Store(&map[string][]*graphs.Tool{})
 	return m
 }
@@ -152,7 +157,8 @@ var (
 // Tools returns the MCP tools the agent is offered now (tools of kind
 // graphs.ToolMCP): those of its servers that have answered at least once,
 // minus any whose name is not a valid tool name or is taken by another of
-// its tools or handoffs. The slice is shared: callers must not change it.
+// its tools or handoffs. One whose name is a memory tool's is listed (the
+// run offers the memory tool in its place where it applies). The slice is shared: callers must not change it.
 func (m *Manager) Tools(agent *graphs.Agent) []*graphs.Tool {
 	return m.offeredTo(agent.Name)
 }
@@ -254,6 +260,11 @@ func (m *Manager) recompute() {
 				case dup:
 					m.report(fmt.Sprintf("%s is also offered by mcp server %q; only that one is offered", where, other))
 				default:
+					// The run offers the memory tool in its place where
+					// the graph's slot applies (runtime's agentTools).
+					for _, g := range m.memory[a.Name][t.Name] {
+						m.report(fmt.Sprintf("%s clashes with a memory tool of graph %q; the memory tool is offered in its place", where, g))
+					}
 					taken[t.Name] = sc.Name
 					list = append(list, offered(sc, t))
 				}
@@ -262,6 +273,31 @@ func (m *Manager) recompute() {
 		offers[a.Name] = list
 	}
 	m.offers.Store(&offers)
+}
+
+// memoryToolsOf maps each agent with MCP servers to the memory tools the
+// graphs it can run in (sub-agents included) may offer it, each to those
+// graphs, sorted.
+func memoryToolsOf(cfg *graphs.Set) map[string]map[string][]string {
+	out := map[string]map[string][]string{}
+	for _, gn := range cfg.GraphNames {
+		g := cfg.Graphs[gn]
+		if len(g.MemoryTools) == 0 {
+			continue
+		}
+		for name, a := range g.RunningAgents() {
+			if len(a.MCP) == 0 {
+				continue
+			}
+			if out[name] == nil {
+				out[name] = map[string][]string{}
+			}
+			for _, t := range g.MemoryTools {
+				out[name][t.Name] = append(out[name][t.Name], gn)
+			}
+		}
+	}
+	return out
 }
 
 // report logs a problem of a server's tool list once, in the words of a
