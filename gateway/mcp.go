@@ -24,7 +24,7 @@ import (
 // with the official Go SDK). Each graph is one tool named after it; a call
 // runs the graph on its message, in a session when it names one, and its
 // result is the reply's text with {agentName, sessionId} as structured
-// content. The route takes the same API keys as /v1.
+// content (and what a paused or stopped run's reply metadata adds). The route takes the same API keys as /v1.
 
 // mcpInput is a graph tool's input.
 type mcpInput struct {
@@ -36,12 +36,37 @@ type mcpInput struct {
 // approvals adds what a chat reply's metadata says of it (CONTRACT §6):
 // its text is the "Approval required" lines, the decisions go to
 // POST /v1/sessions/{id}/approvals/{approvalId}, and a call with an empty
-// message in the session resumes it.
+// message in the session resumes it. A run a guardrail stopped adds its
+// finish_reason as event and the chat reply's metadata.guardrail (§7), so
+// that its text, the guardrail's message, is not taken for an answer.
 type mcpOutput struct {
 	AgentName string        `json:"agentName" jsonschema:"the agent that answered"`
 	SessionID string        `json:"sessionId" jsonschema:"the session, empty for a stateless run"`
-	Event     string        `json:"event,omitempty" jsonschema:"approval_required when the run paused for approvals"`
+	Event     string        `json:"event,omitempty" jsonschema:"approval_required when the run paused for approvals; content_filter when a guardrail stopped it"`
 	Approvals []mcpApproval `json:"approvals,omitempty" jsonschema:"the approvals the paused run waits for"`
+	Guardrail *mcpGuardrail `json:"guardrail,omitempty" jsonschema:"the guardrail that stopped the run (event content_filter)"`
+}
+
+// mcpGuardrail is a chat reply's metadata.guardrail: the guardrail that
+// tripped, at which stage, and why.
+type mcpGuardrail struct {
+	Name   string `json:"name" jsonschema:"the guardrail's name in the config"`
+	Stage  string `json:"stage" jsonschema:"input or output"`
+	Reason string `json:"reason" jsonschema:"why it tripped, as its judge said; may be empty"`
+}
+
+// mcpHalt fills out from a run an interceptor halted: its finish_reason
+// as event, and the guardrail its metadata names, read from the same JSON
+// a chat reply's metadata carries.
+func mcpHalt(h *runtime.Halt, out *mcpOutput) {
+	out.Event = h.FinishReason
+	var md struct {
+		Guardrail *mcpGuardrail `json:"guardrail"`
+	}
+	if js, err := json.Marshal(h.Metadata); err == nil {
+		_ = json.Unmarshal(js, &md)
+	}
+	out.Guardrail = md.Guardrail
 }
 
 // mcpApproval is an approval as structured content: the schema the SDK
@@ -224,6 +249,9 @@ func (s *Server) runGraphTool(ctx context.Context, g *graphs.Graph, in mcpInput)
 	text := r.res.Message.Content
 	if aps := pendingApprovals(r.res); len(aps) > 0 {
 		text, out.Event, out.Approvals = approvalText(aps), runtime.SuspendApproval, mcpApprovals(aps)
+	}
+	if r.res.Halt != nil {
+		mcpHalt(r.res.Halt, &out)
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, out, nil
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/switchboard-ai/switchboard/internal/fakeupstream"
@@ -364,5 +365,54 @@ func TestMCPToolNameClashKeepsTheRealName(t *testing.T) {
 		if n := strings.Count(logs.String(), want); n != 1 {
 			t.Errorf("log has %q %d times, want once:\n%s", want, n, logs.String())
 		}
+	}
+}
+
+// A graph tool whose run a guardrail stops answers with the guardrail's
+// message, not as an error, and its structured content says so as a chat
+// reply's metadata does (CONTRACT §7): event content_filter and the same
+// guardrail {name, stage, reason}. The tool's output schema declares both.
+func TestMCPCallStoppedByAGuardrail(t *testing.T) {
+	fake := fakeupstream.New(t)
+	fake.SetFallback(func(fakeupstream.Request) fakeupstream.Reply {
+		return fakeupstream.Reply{Text: "Your card is 4111 1111 1111 1111."}
+	})
+	yaml := strings.Replace(mcpYAML, "graphs:\n", `guardrails:
+  no_cards: {regex: '\b(?:\d[ -]?){13,16}\b', message: I can't share card numbers.}
+graphs:
+`, 1)
+	yaml = strings.Replace(yaml, "  parrot: {lead: echo}\n", "  parrot: {lead: echo, output_guardrails: [no_cards]}\n", 1)
+	gw := gwtest.Start(t, yaml, map[string]string{"FAKE_URL": fake.URL})
+	cs, tools := listTools(t, gw, "acme-key")
+	for _, tool := range tools.Tools {
+		schema, _ := json.Marshal(tool.OutputSchema)
+		var s struct {
+			Properties map[string]struct {
+				Type       any                        `json:"type"`
+				Properties map[string]json.RawMessage `json:"properties"`
+			} `json:"properties"`
+		}
+		if err := json.Unmarshal(schema, &s); err != nil {
+			t.Fatal(err)
+		}
+		g := s.Properties["guardrail"].Properties
+		if _, ok := s.Properties["event"]; !ok || g["name"] == nil || g["stage"] == nil || g["reason"] == nil {
+			t.Errorf("%s's output schema = %s, want event and guardrail {name, stage, reason}", tool.Name, schema)
+		}
+	}
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "parrot", Arguments: map[string]any{"message": "my card?"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, _ := json.Marshal(res.StructuredContent)
+	var got map[string]any
+	_ = json.Unmarshal(js, &got)
+	if res.IsError || resultText(t, res) != "I can't share card numbers." || got["event"] != "content_filter" {
+		t.Errorf("tripped call: %q (isError %v) %s, want the guardrail's message and event content_filter", resultText(t, res), res.IsError, js)
+	}
+	chat := gw.Chat(gwtest.User("parrot", "my card?"), map[string]string{"Authorization": "Bearer acme-key"}).JSON(t)
+	want := chat["metadata"].(map[string]any)["guardrail"]
+	if want == nil || !cmp.Equal(got["guardrail"], want) {
+		t.Errorf("structured guardrail = %v, want the chat reply's metadata.guardrail %v", got["guardrail"], want)
 	}
 }
