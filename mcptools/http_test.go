@@ -266,3 +266,20 @@ func TestHTTPRedirectIsNotFollowed(t *testing.T) {
 		t.Errorf("log = %q, want one warning that the server is unreachable", rec.msgs)
 	}
 }
+
+// An agent that runs only as another's sub-agent is offered its servers'
+// tools too.
+func TestSubagentIsOfferedItsServersTools(t *testing.T) {
+	srv := startHTTPServer(t, "")
+	m, _ := startManager(t, fmt.Sprintf(`
+mcp_servers:
+  remote: {url: %q, tools: [echo]}
+agents:
+  desk: {model: demo/echo, subagents: [billing]}
+  billing: {model: demo/echo, description: Billing, mcp: [remote]}
+graphs: {support: {lead: desk}}
+`, srv.URL()), nil)
+	if got, want := toolNames(m.offeredTo("billing")), []string{"echo"}; !slices.Equal(got, want) {
+		t.Errorf("the sub-agent's tools = %v, want %v", got, want)
+	}
+}

@@ -74,7 +74,9 @@ func New(cfg *graphs.Set, opts Options) *Manager {
 	}
 	seen := map[string]*graphs.Agent{}
 	for _, g := range cfg.Graphs {
-		for name, a := range g.Agents {
+		// A sub-agent runs in the graph too: an agent reached only as one
+		// is offered its servers' tools as well.
+		for name, a := range g.RunningAgents() {
 			if len(a.MCP) > 0 {
 				seen[name] = a
 			}
