@@ -1,7 +1,9 @@
 package gateway_test
 
 import (
+	"context"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -144,4 +146,63 @@ func TestClientToolStateless(t *testing.T) {
 		t.Fatalf("%q", c.Text())
 	}
 	assertSystemFirst(t, fake)
+}
+
+// A request that answers some of the client's calls but not all is 400
+// (OpenAI's answer too), in a session and without one, and changes
+// nothing: run on, the model would read a turn cut short, and the handoff
+// that waited for the client would be lost. With every result the run
+// goes on, and the handoff happens.
+func TestSomeClientResultsMissingIs400(t *testing.T) {
+	twoCalls := fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{
+		toolCall("w1", "get_weather", `{"city":"Oslo"}`),
+		toolCall("w2", "get_weather", `{"city":"Rome"}`),
+		toolCall("h1", "transfer_to_billing", `{"reason":"after weather"}`),
+	}}
+	stores(t, func(t *testing.T, storeURL string) {
+		gw, fake := sessionDesk(t, storeURL, twoCalls, fakeupstream.Reply{Text: "billing: sunny and rainy"})
+		id := newSessionID(t)
+		if c := completion(t, gw, withTools(gwtest.User("support", "weather twice, then bill"), false), session(id)); c.Choices[0].FinishReason != "tool_calls" {
+			t.Fatalf("first reply: %+v", c)
+		}
+		result := func(id, content string) map[string]any {
+			return map[string]any{"role": "tool", "tool_call_id": id, "content": content}
+		}
+		one := withTools(map[string]any{"model": "support", "messages": []any{result("w1", "sunny")}}, false)
+		r := gw.Chat(one, session(id))
+		assertParamError(t, r, "messages")
+		if !strings.Contains(string(r.Body), "w2") {
+			t.Errorf("the error does not name the call without a result: %s", r.Body)
+		}
+		if _, s := getSession(t, gw, id, nil); s.Version != 1 || len(fake.Requests()) != 1 {
+			t.Fatalf("the refused request changed the session (version %d) or reached the model", s.Version)
+		}
+		both := withTools(map[string]any{"model": "support", "messages": []any{result("w1", "sunny"), result("w2", "rainy")}}, false)
+		if c := completion(t, gw, both, session(id)); c.Metadata.AgentName != "billing" {
+			t.Fatalf("the handoff did not happen: %+v", c)
+		}
+	})
+	t.Run("responses", func(t *testing.T) {
+		gw, _ := sessionDesk(t, "memory://", twoCalls)
+		r := create(t, gw, input("weather twice, then bill", "tools", []any{respWeatherTool}), nil)
+		next := map[string]any{"model": "support", "previous_response_id": r.ID, "tools": []any{respWeatherTool},
+			"input": []any{map[string]any{"type": "function_call_output", "call_id": "w1", "output": "sunny"}}}
+		resp := gw.Do(context.Background(), http.MethodPost, "/v1/responses", next, nil)
+		assertParamError(t, resp, "input")
+	})
+	t.Run("stateless", func(t *testing.T) {
+		gw, fake, _ := desk(t, twoCalls)
+		msgs := []map[string]any{
+			{"role": "user", "content": "weather twice"},
+			{"role": "assistant", "content": nil, "tool_calls": []map[string]any{
+				{"id": "w1", "type": "function", "function": map[string]any{"name": "get_weather", "arguments": `{"city":"Oslo"}`}},
+				{"id": "w2", "type": "function", "function": map[string]any{"name": "get_weather", "arguments": `{"city":"Rome"}`}},
+			}},
+			{"role": "tool", "tool_call_id": "w1", "content": "sunny"},
+		}
+		assertParamError(t, gw.Chat(withTools(map[string]any{"model": "support", "messages": msgs}, false), nil), "messages")
+		if n := len(fake.Requests()); n != 0 {
+			t.Errorf("the model was called %d times", n)
+		}
+	})
 }

@@ -225,6 +225,10 @@ func (call *responsesCall) runInput(ctx context.Context, rreq *runtime.Request, 
 		call.forget(rreq.SessionID)
 	}
 	var pe *runtime.ParamError
+	if errors.As(err, &pe) && pe.Param == "messages" {
+		// Calls of the response left without their function_call_output.
+		return res, badRequest("input", "%s", pe.Msg)
+	}
 	if errors.As(err, &pe) && strings.HasSuffix(pe.Param, ".tool_call_id") {
 		var i int
 		if _, serr := fmt.Sscanf(pe.Param, "messages[%d]", &i); serr == nil && i < len(rreq.Messages) {

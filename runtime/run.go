@@ -170,6 +170,9 @@ func (r *Runner) openStateless(req *Request, emit func(Event)) (*run, error) {
 	if err := rn.checkClientTools(); err != nil {
 		return nil, err
 	}
+	if err := rn.checkOwed(req.Messages, len(rn.info.Input)); err != nil {
+		return nil, err
+	}
 	return rn, nil
 }
 

@@ -95,6 +95,12 @@ func (r *Runner) openSession(ctx context.Context, req *Request, emit func(Event)
 		end()
 		return nil, nil, nil, err
 	}
+	if hi := lastAssistant(rn.history); hi >= 0 {
+		if err := rn.checkOwed(append(slices.Clip(rn.history[hi:]), input...), len(input)); err != nil {
+			end()
+			return nil, nil, nil, err
+		}
+	}
 	switch paused := rn.openApprovals(); {
 	case paused && movesOn(input):
 		rn.moveOn(runCtx)
