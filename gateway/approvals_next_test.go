@@ -235,3 +235,36 @@ func TestRefusedRequestRejectsNothing(t *testing.T) {
 		t.Errorf("a refused request counted a rejection:\n%s", grepLines(metrics, "permission_decisions"))
 	}
 }
+
+// A decision brought in the next request's `approvals` is recorded as a
+// POSTed one is, whatever becomes of the run it resumes: here the run
+// trips an output guardrail, which leaves the session's transcript as it
+// was, and the approval stays approved (deciding it again is 409), not
+// pending again.
+func TestInlineDecisionSurvivesATrip(t *testing.T) {
+	stores(t, func(t *testing.T, storeURL string) {
+		fake := fakeupstream.New(t, askLookup(
+			fakeupstream.Reply{Text: "Your card is 4111 1111 1111 1111."},
+		)...)
+		fake.SetStrict(true)
+		tools := newToolServer(t)
+		yaml := strings.Replace(gatedYAML(storeURL), "    permissions:\n      - {tool: escalate_refund, action: ask}\n",
+			"    output_guardrails: [no_cards]\n    permissions:\n      - {tool: escalate_refund, action: ask}\n", 1) +
+			"guardrails:\n  no_cards:\n    regex: '\\b(?:\\d[ -]?){13,16}\\b'\n"
+		gw := gwtest.Start(t, yaml, map[string]string{"FAKE_URL": fake.URL, "TOOLS_URL": tools.URL})
+		id := newSessionID(t)
+		a := paused(t, gw, gwtest.User("support", "why two charges?"), acme(id), "lookup_charges", `{}`)
+		body := emptyTurn()
+		body["approvals"] = []any{map[string]any{"id": a.ID, "approve": true}}
+		if c := completion(t, gw, body, acme(id)); c.Choices[0].FinishReason != "content_filter" {
+			t.Fatalf("the run did not trip: %+v", c)
+		}
+		_, s := getSessionAs(t, gw, id, acme(id))
+		if len(s.PendingApprovals) != 0 {
+			t.Errorf("the decision was lost: pending %+v", s.PendingApprovals)
+		}
+		if r := decideOne(gw, id, a.ID, acme(id), map[string]any{"approve": false}); r.Status != http.StatusConflict {
+			t.Errorf("deciding it again: %d %s", r.Status, r.Body)
+		}
+	})
+}

@@ -85,6 +85,19 @@ func (r *Runner) openSession(ctx context.Context, req *Request, emit func(Event)
 		end()
 		return nil, nil, nil, err
 	}
+	if len(req.Approvals) > 0 {
+		// Recorded at once, as POST .../approvals/{id} records them: the
+		// decisions stand whatever becomes of the run (a guardrail that
+		// trips leaves the session as it was, a run that fails may save
+		// nothing), and deciding one again is 409.
+		w := Write{ActiveAgent: sess.ActiveAgent, Approvals: cloneApprovals(rn.approvals), SetApprovals: true}
+		v, err := r.opts.Store.Save(ctx, key, lease, w)
+		if err != nil {
+			end()
+			return nil, nil, nil, fmt.Errorf("save decisions: %w", err)
+		}
+		sv.version, rn.approvalsDirty = v, false
+	}
 	rn.history = sess.Messages
 	rn.histScan = r.prompts.history(key, rn.history)
 	rn.transcript = append(make([]Message, 0, len(input)+8), input...)
