@@ -180,11 +180,26 @@ func (s *promptScan) closeOpen(srcs *[2][]Message) {
 func (s *promptScan) prompt(instructions string, srcs *[2][]Message) Prompt {
 	var sys strings.Builder
 	sys.WriteString(instructions)
-	for _, r := range s.sys {
+	var last map[string]int // with several: where each text comes last
+	if len(s.sys) > 1 {
+		last = make(map[string]int, len(s.sys))
+		for j, r := range s.sys {
+			last[srcs[r.src][r.i].Content] = j
+		}
+	}
+	for j, r := range s.sys {
+		text := srcs[r.src][r.i].Content
+		if last != nil && last[text] != j {
+			// The same context sent again (an agent SDK sends its
+			// instructions with every turn): said once, where it was
+			// said last, or a long session's prompt would repeat it
+			// with every turn.
+			continue
+		}
 		if sys.Len() > 0 {
 			sys.WriteString("\n\n")
 		}
-		sys.WriteString(srcs[r.src][r.i].Content)
+		sys.WriteString(text)
 	}
 	out := make(Prompt, 0, len(s.parts)+1)
 	if sys.Len() > 0 {
