@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -407,6 +408,27 @@ func TestMemoryStoreFalseHasNoSessionSlot(t *testing.T) {
 		tools, system := offered(reqs[1])
 		if slices.Contains(tools, "remember_notes") || slices.Contains(tools, "recall_notes") || strings.Contains(system, `<memory name="notes">`) {
 			t.Errorf("the store:false continuation was offered the session's notes: %v %q", tools, system)
+		}
+	})
+}
+
+// Facts remembered in one turn are kept in the model's order (the oldest
+// go first once the slot is full), though a turn's other calls run
+// concurrently.
+func TestMemoryOneTurnKeepsTheModelsOrder(t *testing.T) {
+	stores(t, func(t *testing.T, storeURL string) {
+		var calls []fakeupstream.ToolCall
+		var want []string
+		for i := range 6 {
+			f := fmt.Sprintf("f%d", i)
+			calls = append(calls, toolCall("n"+f, "remember_notes", `{"fact":"`+f+`"}`))
+			want = append(want, f)
+		}
+		gw, _ := memoryDesk(t, storeURL, fakeupstream.Reply{ToolCalls: calls}, fakeupstream.Reply{Text: "noted"})
+		id := newSessionID(t)
+		memChat(t, gw, "key-acme", id, "", "note six things")
+		if diff := cmp.Diff(want, getMemory(t, gw, "key-acme", "notes", url.Values{"session": {id}})); diff != "" {
+			t.Errorf("facts (-want +got):\n%s", diff)
 		}
 	})
 }

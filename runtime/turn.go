@@ -393,8 +393,20 @@ func (rn *run) runServerTools(ctx context.Context, cs []classified) error {
 			}
 		}
 	}
-	// At most tool_concurrency of them at once: a turn's calls share one
-	// pool of goroutines, not one each.
+	// A turn's memory calls run first, one after another in the model's
+	// order: a slot's facts are kept in the order they were remembered
+	// (the oldest go first once it is full), and a recall reads what the
+	// turn's remembers before it wrote.
+	for i := range cs {
+		if cs[i].kind == callServer && cs[i].inv.Tool.Kind == graphs.ToolMemory {
+			if err := rn.invoke(ctx, &cs[i]); err != nil {
+				return err
+			}
+			n--
+		}
+	}
+	// At most tool_concurrency of the others at once: a turn's calls share
+	// one pool of goroutines, not one each.
 	var wg sync.WaitGroup
 	errs := make([]error, len(cs))
 	next := make(chan int)
@@ -408,7 +420,7 @@ func (rn *run) runServerTools(ctx context.Context, cs []classified) error {
 		}()
 	}
 	for i := range cs {
-		if cs[i].kind == callServer {
+		if cs[i].kind == callServer && !cs[i].ran {
 			next <- i
 		}
 	}
