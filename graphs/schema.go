@@ -56,6 +56,15 @@ func compileSchema(n *yaml.Node, def string) (*compiledSchema, error) {
 	if err := writeJSON(&buf, n, &budget); err != nil {
 		return nil, err
 	}
+	var top struct {
+		Type any `json:"type"`
+	}
+	if json.Unmarshal(buf.Bytes(), &top) == nil && top.Type != nil && top.Type != "object" {
+		// A model's call carries its arguments as a JSON object (OpenAI
+		// refuses function parameters of another type): every call of
+		// such a tool or handoff would fail invalid_args.
+		return nil, fmt.Errorf("want an object schema (type: object), got type %v (line %d)", top.Type, n.Line)
+	}
 	return compileJSON(buf.Bytes())
 }
 

@@ -358,6 +358,28 @@ graphs: {support: {lead: triage}}`,
 			wantInLine: `want a mapping, got "true"`,
 		},
 		{
+			name: "handoff input_schema of another type than object",
+			yml: `
+agents:
+  triage: {model: openai/m, handoffs: [{agent: billing, input_schema: {type: string}}]}
+  billing: {model: openai/m, description: Billing}
+graphs: {support: {lead: triage}}`,
+			wantPrefix: `config invalid: agent "triage": handoff to "billing": invalid input_schema: `,
+			wantInLine: `want an object schema (type: object), got type string`,
+		},
+		{
+			name: "tool parameters of another type than object",
+			yml: `
+tools:
+  lookup:
+    http: {url: "http://x/y"}
+    parameters: {type: [string, "null"]}
+agents: {triage: {model: openai/m, tools: [lookup]}}
+graphs: {support: {lead: triage}}`,
+			wantPrefix: `config invalid: tool "lookup": invalid parameters schema: `,
+			wantInLine: `want an object schema (type: object)`,
+		},
+		{
 			name: "tool parameters with a bad pattern",
 			yml: `
 tools:
