@@ -64,6 +64,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
 	}
+	if fs.NArg() > 0 {
+		// Flags only: a stray word (a config path without --config) would
+		// otherwise be ignored and the demo checked or served instead.
+		fmt.Fprintf(stderr, "unexpected argument %q\n%s", fs.Arg(0), usage)
+		return 2
+	}
 	if args[0] == "serve" {
 		// Before anything slow: SIGHUP's default action ends the process.
 		hup := make(chan os.Signal, 1)

@@ -122,6 +122,10 @@ func TestUsage(t *testing.T) {
 	if code, _, _ := runCLI("frobnicate"); code != 2 {
 		t.Errorf("unknown command: exit %d", code)
 	}
+	// A config path without --config is not silently ignored.
+	if code, out, errOut := runCLI("validate", "config.yaml"); code != 2 || out != "" || !strings.Contains(errOut, `unexpected argument "config.yaml"`) {
+		t.Errorf("a stray argument: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
 }
 
 // The built-in demo routes a newcomer's first curl to billing, offline.
