@@ -116,8 +116,11 @@ func rateLimitError(who string, lim graphs.Limits, st ratelimit.State) *Error {
 		if lim.TokensPerMinute > 0 {
 			what += fmt.Sprintf(": limit %d", lim.TokensPerMinute)
 		}
-		if lim.TokensPerDay > 0 {
+		switch {
+		case lim.TokensPerDay > 0 && lim.TokensPerMinute > 0:
 			what = fmt.Sprintf("tokens (limits: %d per minute, %d per day)", lim.TokensPerMinute, lim.TokensPerDay)
+		case lim.TokensPerDay > 0:
+			what = fmt.Sprintf("tokens per day (TPD): limit %d", lim.TokensPerDay)
 		}
 	}
 	return &Error{

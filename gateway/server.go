@@ -131,6 +131,11 @@ func New(opts Options) *Server {
 			if s.auth(c); c.IsAborted() {
 				return
 			}
+			// Counted as every request of the API is, with the
+			// x-ratelimit-* headers a limited key's replies carry.
+			if s.rateLimit(c); c.IsAborted() {
+				return
+			}
 		}
 		s.abort(c, errNoRoute(c))
 	})

@@ -139,9 +139,10 @@ func TestTokenLimit(t *testing.T) {
 	}
 }
 
-// A limited key's 405 carries the x-ratelimit-* headers too (CONTRACT §13:
-// "on every reply of a limited key"), on /v1 and on /mcp, and counts as a
-// request as every other one does.
+// A limited key's 405, and its 404 for a route that does not exist, carry
+// the x-ratelimit-* headers too (CONTRACT §13: "on every reply of a
+// limited key"), on /v1 and on /mcp, and count as a request as every other
+// one does.
 func TestMethodNotAllowedCarriesRateHeaders(t *testing.T) {
 	fake := fakeupstream.New(t)
 	p := start(t, limitedConfig(fake.URL, "memory://", "{requests_per_minute: 5}"))
@@ -150,9 +151,10 @@ func TestMethodNotAllowedCarriesRateHeaders(t *testing.T) {
 		{http.MethodDelete, "/v1/chat/completions"},
 		{http.MethodGet, "/mcp"},
 		{http.MethodPut, "/v1/models"},
+		{http.MethodGet, "/v1/nonexistent"},
 	} {
 		r := do(ctx, t, target.method, p.URL+target.path, "acme-key", nil)
-		if r.Status != http.StatusMethodNotAllowed || r.code() != "method_not_allowed" {
+		if want := map[bool]int{false: http.StatusMethodNotAllowed, true: http.StatusNotFound}[target.path == "/v1/nonexistent"]; r.Status != want || (want == http.StatusMethodNotAllowed && r.code() != "method_not_allowed") {
 			t.Errorf("%s %s: %v", target.method, target.path, r)
 		}
 		if got, want := r.Header.Get("X-Ratelimit-Remaining-Requests"), strconv.Itoa(4-i); r.Header.Get("X-Ratelimit-Limit-Requests") != "5" || got != want {
