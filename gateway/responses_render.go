@@ -18,7 +18,10 @@ import (
 //	response.completed (or response.incomplete, response.failed)
 //
 // Text an agent says before it hands off is a message item of its own, as
-// the chat stream carries it under that agent's name. A handoff is an
+// the chat stream carries it under that agent's name, and so is the text of
+// each model turn of a stream (what the model said before a server tool's
+// call is not glued to what it says after). A reply that is not streamed
+// holds the last turn's text only: the run's result carries no other. A handoff is an
 // output item and a switchboard:handoff event only when the request
 // includes switchboard:handoffs. The first event leaves only with the
 // first thing the run has to say, so a run that fails before that is an
@@ -33,6 +36,7 @@ type responseRender struct {
 	started bool
 	msg     *messageItem // the message being streamed, nil when none
 	msgAt   int          // its output index
+	msgStep int          // the model call whose text it holds
 	// said is whether the agent now speaking has streamed text since it
 	// took the run: if not, its final text arrives whole with the result.
 	said bool
@@ -118,7 +122,13 @@ func (r *responseRender) onEvent(ev runtime.Event) {
 		if ev.Text == "" {
 			return
 		}
+		if r.msg != nil && ev.Step != r.msgStep {
+			// Another model turn speaks (the last one called a server
+			// tool): its text is a message of its own.
+			r.closeMessage()
+		}
 		r.said = true
+		r.msgStep = ev.Step
 		r.text(ev.Text)
 	case runtime.EventHandoff:
 		r.closeMessage()

@@ -50,18 +50,18 @@ func (rn *run) prepareModelCall(ctx context.Context, step int) error {
 	rn.streamed = false
 	var onDelta func(string)
 	if rn.req.Stream {
-		onDelta = rn.deltaFor(rn.agent.Name)
+		onDelta = rn.deltaFor(rn.agent.Name, step)
 	}
 	rn.model = ModelCall{Run: &rn.info, Agent: rn.agent, Request: req, OnDelta: onDelta, Step: step}
 	return nil
 }
 
-// deltaFor returns the OnDelta of a streamed call of agent: each text
-// delta is an event.
-func (rn *run) deltaFor(agent string) func(string) {
+// deltaFor returns the OnDelta of a streamed call of agent, the run's
+// model call step: each text delta is an event.
+func (rn *run) deltaFor(agent string, step int) func(string) {
 	return func(text string) {
 		rn.streamed = true
-		rn.emit(Event{Kind: EventDelta, Agent: agent, Text: text})
+		rn.emit(Event{Kind: EventDelta, Agent: agent, Text: text, Step: step})
 	}
 }
 

@@ -1,0 +1,78 @@
+package gateway_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/switchboard-ai/switchboard/internal/fakeupstream"
+)
+
+// messages lists the output's message items as "status:text".
+func (r *respBody) messages() []string {
+	var out []string
+	for _, it := range r.Output {
+		if it.Type != "message" {
+			continue
+		}
+		s := it.Status + ":"
+		for _, c := range it.Content {
+			s += c.Text
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// Each model turn that says something is a message item of its own in a
+// stream: what billing says before it calls a server tool is not glued to
+// what it says after. The stored response is the streamed one. A reply
+// that is not streamed holds the last turn's text only, all the run's
+// result tells.
+func TestResponsesStreamMessagePerTurn(t *testing.T) {
+	turns := func() []fakeupstream.Reply {
+		return []fakeupstream.Reply{
+			{ToolCalls: []fakeupstream.ToolCall{toolCall("c1", "transfer_to_billing", `{}`)}},
+			{Text: "Let me check.", ToolCalls: []fakeupstream.ToolCall{toolCall("l1", "lookup_charges", `{}`)}},
+			{Text: "You have two charges."},
+		}
+	}
+	stores(t, func(t *testing.T, storeURL string) {
+		gw, _ := sessionDesk(t, storeURL, append(turns(), turns()...)...)
+		evs, r := stream(t, gw, input("charged twice"), nil)
+		want := []string{"completed:Let me check.", "completed:You have two charges."}
+		if diff := cmp.Diff(want, r.messages()); diff != "" {
+			t.Errorf("streamed output (-want +got):\n%s", diff)
+		}
+		// The first message is done before the second is added.
+		var order []string
+		for _, ev := range evs {
+			if ev.name != "response.output_item.added" && ev.name != "response.output_item.done" {
+				continue
+			}
+			var e struct {
+				OutputIndex int `json:"output_index"`
+			}
+			if err := json.Unmarshal(ev.data, &e); err != nil {
+				t.Fatal(err)
+			}
+			order = append(order, strings.TrimPrefix(ev.name, "response.output_item.")+":"+strconv.Itoa(e.OutputIndex))
+		}
+		if diff := cmp.Diff([]string{"added:0", "done:0", "added:1", "done:1"}, order); diff != "" {
+			t.Errorf("output_item events (-want +got):\n%s", diff)
+		}
+		got := getResp(gw, r.ID, nil)
+		var stored respBody
+		got.Decode(t, &stored)
+		if got.Status != http.StatusOK || !cmp.Equal(stored.messages(), want) {
+			t.Errorf("stored: %d %s", got.Status, got.Body)
+		}
+		if r := create(t, gw, input("charged twice"), nil); !cmp.Equal(r.messages(), want[1:]) {
+			t.Errorf("not streamed: %v", r.messages())
+		}
+	})
+}
