@@ -38,6 +38,10 @@ type responsesCall struct {
 	// fresh is a new session the gateway named for this run: it starts with
 	// all the input's history (see Runner.Seed).
 	fresh bool
+	// made is whether the run goes on in a session made for it (fresh, or
+	// forked from the previous response): a run that fails before the
+	// client hears of that session forgets it (forgetMade).
+	made bool
 }
 
 func (s *Server) createResponse(c *gin.Context) {
@@ -104,7 +108,7 @@ func (call *responsesCall) session() (string, *Error) {
 	case header != "":
 		return header, nil
 	default:
-		call.fresh = true
+		call.fresh, call.made = true, true
 		return newSessionID(), nil
 	}
 }
@@ -208,6 +212,9 @@ func (r *responsesRenderer) guard() *streamGuard {
 // HTTP error before.
 func (r *responsesRenderer) fail(e *Error) bool {
 	if !r.rnd.fail(e) {
+		// The client hears of the error alone: no response names the
+		// session, and neither will the reply's headers.
+		r.call.forgetMade(r.rreq.SessionID)
 		return false
 	}
 	r.w.done()
@@ -219,11 +226,6 @@ func (r *responsesRenderer) fail(e *Error) bool {
 // no call of the response it continues, as OpenAI words it.
 func (call *responsesCall) runInput(ctx context.Context, rreq *runtime.Request, emit func(runtime.Event)) (*runtime.Result, error) {
 	res, err := call.runOrFork(ctx, rreq, emit)
-	if call.fresh && errors.Is(err, runtime.ErrInvalidRequest) {
-		// Refused before it ran: the session seeded for it (seed) holds
-		// nothing the client will ever be told of.
-		call.forget(rreq.SessionID)
-	}
 	var pe *runtime.ParamError
 	if errors.As(err, &pe) && pe.Param == "messages" {
 		// Calls of the response left without their function_call_output.
@@ -265,6 +267,7 @@ func (call *responsesCall) runOrFork(ctx context.Context, rreq *runtime.Request,
 	if err := call.s.opts.Runner.Fork(ctx, src, call.prev.Point, dst); err != nil {
 		return nil, call.forkError(err)
 	}
+	call.made = !call.temporary
 	return call.s.opts.Runner.Run(ctx, rreq, emit)
 }
 
@@ -318,11 +321,26 @@ func (call *responsesCall) store(resp *responseObject, sessionID string, at runt
 	return nil
 }
 
-// forget deletes a temporary session.
+// forgetMade forgets the session made for a run that failed before the
+// client heard of it (no response stored, no stream started): whether it
+// holds the seeded history, a fork's copy or the run's first steps, nobody
+// will ever name it (a request refused before it ran, a provider that
+// failed). The session header goes from the error reply too.
+func (call *responsesCall) forgetMade(sessionID string) {
+	if !call.made || sessionID == "" {
+		return
+	}
+	call.made = false
+	call.c.Writer.Header().Del(call.s.cfg.Server.SessionHeader)
+	call.forget(sessionID)
+}
+
+// forget deletes a session made for the call: a temporary one, or one made
+// for a run that failed (forgetMade).
 func (call *responsesCall) forget(sessionID string) {
 	key := runtime.SessionKey{Principal: call.principal, ID: sessionID}
 	if err := call.s.opts.Runner.DeleteSession(context.WithoutCancel(call.c.Request.Context()), key); err != nil {
-		call.s.log.Warn("delete temporary session", "err", err)
+		call.s.log.Warn("delete a session made for a response", "session", sessionID, "err", err)
 	}
 }
 

@@ -1,0 +1,91 @@
+package gateway_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/switchboard-ai/switchboard/internal/fakeupstream"
+	"github.com/switchboard-ai/switchboard/internal/gwtest"
+)
+
+// principalDesk starts the desk on a store with an API key of the test's
+// own, and returns the key's header and a lister of its sessions: the list
+// is the principal's, whatever else shares the Redis.
+func principalDesk(t *testing.T, storeURL string, fake *fakeupstream.Server) (*gwtest.Gateway, map[string]string, func() []string) {
+	t.Helper()
+	name := newSessionID(t)
+	yaml := strings.Replace(deskYAML, "server:\n  listen: 127.0.0.1:0\n",
+		"server:\n  listen: 127.0.0.1:0\n  api_keys: [{name: \""+name+"\", key: \"k-"+name+"\"}]\n", 1)
+	gw := gwtest.Start(t, yaml+"store: {url: \""+storeURL+"\"}\n", map[string]string{"FAKE_URL": fake.URL, "TOOLS_URL": newToolServer(t).URL})
+	key := map[string]string{"Authorization": "Bearer k-" + name}
+	list := func() []string {
+		t.Helper()
+		var l struct {
+			Data []struct {
+				ID string `json:"id"`
+			} `json:"data"`
+		}
+		r := gw.Do(context.Background(), http.MethodGet, "/v1/sessions?limit=100", nil, key)
+		if r.Status != http.StatusOK {
+			t.Fatalf("list sessions: %d %s", r.Status, r.Body)
+		}
+		r.Decode(t, &l)
+		var ids []string
+		for _, s := range l.Data {
+			ids = append(ids, s.ID)
+		}
+		return ids
+	}
+	return gw, key, list
+}
+
+// A stored response whose run fails before the client hears of its
+// session (an HTTP error: no response id, no session header) leaves no
+// session behind: not the one seeded with the input's history, not one
+// holding the run's first steps, not a fork.
+func TestFailedResponseLeavesNoSession(t *testing.T) {
+	handoff := fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("c1", "transfer_to_billing", `{}`)}}
+	fails := fakeupstream.Reply{Status: http.StatusInternalServerError}
+	history := []any{
+		map[string]any{"role": "user", "content": "hi"},
+		map[string]any{"role": "assistant", "content": "hello"},
+		map[string]any{"role": "user", "content": "charged twice"}}
+	stores(t, func(t *testing.T, storeURL string) {
+		fake := fakeupstream.New(t)
+		gw, key, list := principalDesk(t, storeURL, fake)
+		for _, tc := range []struct {
+			name    string
+			replies []fakeupstream.Reply
+			body    map[string]any
+		}{
+			{"seeded history", []fakeupstream.Reply{fails}, map[string]any{"model": "support", "input": history}},
+			{"seeded history, streamed", []fakeupstream.Reply{fails}, map[string]any{"model": "support", "input": history, "stream": true}},
+			{"a handoff saved", []fakeupstream.Reply{handoff, fails}, input("charged twice")},
+		} {
+			fake.Push(tc.replies...)
+			r := gw.Do(context.Background(), http.MethodPost, "/v1/responses", tc.body, key)
+			if r.Status != http.StatusBadGateway || r.ErrorCode(t) != "upstream_error" {
+				t.Fatalf("%s: %d %s", tc.name, r.Status, r.Body)
+			}
+			if h := r.Header.Get("X-Session-Id"); h != "" {
+				t.Errorf("%s: the error names session %s", tc.name, h)
+			}
+			if ids := list(); len(ids) != 0 {
+				t.Errorf("%s: sessions %v listed after the failed request, want none", tc.name, ids)
+			}
+		}
+		// A fork from an older response that fails: only the original.
+		fake.Push(fakeupstream.Reply{Text: "one"}, fakeupstream.Reply{Text: "two"}, fails)
+		r1 := create(t, gw, input("hi"), key)
+		create(t, gw, input("and?", "previous_response_id", r1.ID), key)
+		r := gw.Do(context.Background(), http.MethodPost, "/v1/responses", input("again", "previous_response_id", r1.ID), key)
+		if r.Status != http.StatusBadGateway {
+			t.Fatalf("fork: %d %s", r.Status, r.Body)
+		}
+		if ids := list(); len(ids) != 1 || ids[0] != r1.Metadata["sessionId"] {
+			t.Errorf("sessions %v after the failed fork, want only %s", ids, r1.Metadata["sessionId"])
+		}
+	})
+}
