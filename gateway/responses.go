@@ -42,6 +42,9 @@ type responsesCall struct {
 	// forked from the previous response): a run that fails before the
 	// client hears of that session forgets it (forgetMade).
 	made bool
+	// spent is what a failed run had spent (runtime.RunError), for its
+	// response.failed.
+	spent runtime.Usage
 }
 
 func (s *Server) createResponse(c *gin.Context) {
@@ -162,11 +165,18 @@ type responsesRenderer struct {
 	w     *responsesSSE // nil: a JSON reply
 	rreq  *runtime.Request
 	first string // the agent that starts the run, named in a stream's headers
+	agent string // the agent that holds the run, named by a response.failed
 }
 
 func (r *responsesRenderer) events() func(runtime.Event) { return r.event }
 
 func (r *responsesRenderer) event(ev runtime.Event) {
+	switch ev.Kind {
+	case runtime.EventAgentStart:
+		r.agent = ev.Agent
+	case runtime.EventHandoff:
+		r.agent = ev.To
+	}
 	if ev.Kind == runtime.EventAgentStart && r.first == "" {
 		r.first = ev.Agent
 		if r.w != nil {
@@ -178,12 +188,10 @@ func (r *responsesRenderer) event(ev runtime.Event) {
 
 func (r *responsesRenderer) result(res *runtime.Result) *Error {
 	call, c := r.call, r.call.c
-	if call.temporary {
-		r.rreq.SessionID = ""
-	}
-	r.rnd.finish(res, map[string]string{"agentName": res.Agent, "sessionId": r.rreq.SessionID})
+	call.spent = res.Usage // for a response.failed, should the store fail
+	r.rnd.finish(res, map[string]string{"agentName": res.Agent, "sessionId": r.sessionID()})
 	if call.req.stored() {
-		if e := call.store(r.resp, r.rreq.SessionID, res.Point); e != nil {
+		if e := call.store(r.resp, r.sessionID(), res.Point); e != nil {
 			return e
 		}
 	}
@@ -193,11 +201,19 @@ func (r *responsesRenderer) result(res *runtime.Result) *Error {
 		return nil
 	}
 	c.Header("X-Agent-Name", res.Agent)
-	if r.rreq.SessionID != "" {
-		c.Header(call.s.cfg.Server.SessionHeader, r.rreq.SessionID)
+	if id := r.sessionID(); id != "" {
+		c.Header(call.s.cfg.Server.SessionHeader, id)
 	}
 	c.JSON(http.StatusOK, r.resp)
 	return nil
+}
+
+// sessionID is the session the response names: none for a temporary one.
+func (r *responsesRenderer) sessionID() string {
+	if r.call.temporary {
+		return ""
+	}
+	return r.rreq.SessionID
 }
 
 // guard returns the stream's write guard, nil for a JSON reply.
@@ -211,7 +227,11 @@ func (r *responsesRenderer) guard() *streamGuard {
 // fail answers a failed run: response.failed once the stream started, an
 // HTTP error before.
 func (r *responsesRenderer) fail(e *Error) bool {
-	if !r.rnd.fail(e) {
+	// The response.failed is shaped like any reply (CONTRACT §10): the
+	// steps the run saved are in its session, under the agent that holds
+	// it, and its finished model calls count.
+	meta := map[string]string{"agentName": r.agent, "sessionId": r.sessionID()}
+	if !r.rnd.fail(e, r.call.spent, meta) {
 		// The client hears of the error alone: no response names the
 		// session, and neither will the reply's headers.
 		r.call.forgetMade(r.rreq.SessionID)
@@ -226,6 +246,9 @@ func (r *responsesRenderer) fail(e *Error) bool {
 // no call of the response it continues, as OpenAI words it.
 func (call *responsesCall) runInput(ctx context.Context, rreq *runtime.Request, emit func(runtime.Event)) (*runtime.Result, error) {
 	res, err := call.runOrFork(ctx, rreq, emit)
+	if re := (*runtime.RunError)(nil); errors.As(err, &re) {
+		call.spent = re.Usage
+	}
 	var pe *runtime.ParamError
 	if errors.As(err, &pe) && pe.Param == "messages" {
 		// Calls of the response left without their function_call_output.

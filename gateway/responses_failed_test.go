@@ -2,9 +2,12 @@ package gateway_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/switchboard-ai/switchboard/internal/fakeupstream"
 	"github.com/switchboard-ai/switchboard/internal/gwtest"
@@ -86,6 +89,48 @@ func TestFailedResponseLeavesNoSession(t *testing.T) {
 		}
 		if ids := list(); len(ids) != 1 || ids[0] != r1.Metadata["sessionId"] {
 			t.Errorf("sessions %v after the failed fork, want only %s", ids, r1.Metadata["sessionId"])
+		}
+	})
+}
+
+// A stream whose run fails after it started ends with response.failed
+// shaped like any reply: the usage of the model calls that answered, and
+// agentName and sessionId naming where the saved steps are; the message
+// the failure cut short is closed, incomplete, before it.
+func TestResponsesFailedStream(t *testing.T) {
+	stores(t, func(t *testing.T, storeURL string) {
+		gw, _ := sessionDesk(t, storeURL,
+			fakeupstream.Reply{Text: "Let me get billing.", ToolCalls: []fakeupstream.ToolCall{toolCall("c1", "transfer_to_billing", `{}`)},
+				Usage: &fakeupstream.Usage{PromptTokens: 12, CompletionTokens: 4}},
+			fakeupstream.Reply{StreamChunks: []string{"Your ", "charges"}, StreamError: "overloaded"},
+		)
+		evs, r := stream(t, gw, input("charged twice"), nil)
+		names := eventNames(evs)
+		want := []string{"response.output_text.done", "response.content_part.done", "response.output_item.done", "response.failed"}
+		if len(names) < len(want) || !cmp.Equal(names[len(names)-len(want):], want) {
+			t.Fatalf("events: %v", names)
+		}
+		var done struct {
+			OutputIndex int `json:"output_index"`
+			Item        struct {
+				Status string `json:"status"`
+			} `json:"item"`
+		}
+		if err := json.Unmarshal(evs[len(evs)-2].data, &done); err != nil || done.OutputIndex != 1 || done.Item.Status != "incomplete" {
+			t.Errorf("last output_item.done: %s", evs[len(evs)-2].data)
+		}
+		if r.Status != "failed" || !cmp.Equal(r.messages(), []string{"completed:Let me get billing.", "incomplete:Your charges"}) {
+			t.Errorf("failed response: %s", r.raw)
+		}
+		if r.Usage.InputTokens != 12 || r.Usage.OutputTokens != 4 || r.Usage.TotalTokens != 16 {
+			t.Errorf("usage %+v, want the handoff call's 12+4", r.Usage)
+		}
+		sid := r.Metadata["sessionId"]
+		if r.Metadata["agentName"] != "billing" || sid == "" {
+			t.Fatalf("metadata %v", r.Metadata)
+		}
+		if resp, s := getSession(t, gw, sid, nil); resp.Status != http.StatusOK || s.ActiveAgent != "billing" {
+			t.Errorf("session %s: %d %s", sid, resp.Status, resp.Body)
 		}
 	})
 }

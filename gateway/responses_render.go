@@ -238,10 +238,7 @@ func (r *responseRender) finish(res *runtime.Result, metadata map[string]string)
 		r.openMessage()
 		r.closeMessageAs(last)
 	}
-	r.resp.Usage = &responseUsage{InputTokens: res.Usage.PromptTokens, OutputTokens: res.Usage.CompletionTokens, TotalTokens: res.Usage.TotalTokens}
-	for k, v := range metadata {
-		r.resp.Metadata[k] = v
-	}
+	r.account(res.Usage, metadata)
 	if aps != nil {
 		// Responses metadata values are strings: the approvals are one,
 		// their JSON array.
@@ -263,6 +260,14 @@ func (r *responseRender) finish(res *runtime.Result, metadata map[string]string)
 		r.resp.Status = "completed"
 		now := time.Now().Unix()
 		r.resp.CompletedAt = &now
+	}
+}
+
+// account sets the response's usage and adds metadata to the request's.
+func (r *responseRender) account(u runtime.Usage, metadata map[string]string) {
+	r.resp.Usage = &responseUsage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
+	for k, v := range metadata {
+		r.resp.Metadata[k] = v
 	}
 }
 
@@ -313,16 +318,18 @@ func (r *responseRender) functionCall(tc runtime.ToolCall) {
 	}
 }
 
-// fail ends a stream that has started with response.failed. It reports
-// whether it did: before the first event the caller answers an HTTP error.
-func (r *responseRender) fail(e *Error) bool {
+// fail ends a stream that has started with response.failed, after the
+// open message's .done events (status incomplete: items end before their
+// response, as the Open Responses event order asks), with the usage of
+// the model calls that answered and metadata, as a finished response. It
+// reports whether it did: before the first event the caller answers an
+// HTTP error.
+func (r *responseRender) fail(e *Error, usage runtime.Usage, metadata map[string]string) bool {
 	if r.send == nil || !r.started {
 		return false
 	}
-	if r.msg != nil {
-		r.msg.Status = "incomplete"
-		r.msg = nil
-	}
+	r.closeMessageAs("incomplete")
+	r.account(usage, metadata)
 	r.resp.Status = "failed"
 	// OpenAI's schema allows a response's error only codes of its own list:
 	// Switchboard's code (docs/http-api.md) leads the message.

@@ -84,7 +84,7 @@ func render(t *testing.T, req *responsesRequest, stream bool, events []runtime.E
 	if res != nil {
 		r.finish(res, map[string]string{"agentName": res.Agent, "sessionId": "s1"})
 		r.complete()
-	} else if !r.fail(&Error{Code: codeUpstreamError, Message: "the provider failed"}) {
+	} else if !r.fail(&Error{Code: codeUpstreamError, Message: "the provider failed"}, runtime.Usage{}, nil) {
 		return nil, got
 	}
 	return mustJSON(t, r.resp), got

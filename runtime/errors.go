@@ -33,3 +33,20 @@ func (e *ParamError) Unwrap() error { return ErrInvalidRequest }
 func paramError(param, format string, args ...any) *ParamError {
 	return &ParamError{Param: param, Msg: fmt.Sprintf(format, args...)}
 }
+
+// RunError is the error of a run that failed once it had started, with
+// what it had spent by then: a reply that reports a failure may still
+// report the tokens of the model calls that answered (the Responses API's
+// response.failed). It wraps the cause; Run returns one for every run it
+// started.
+type RunError struct {
+	// Usage sums the run's model calls that answered before it failed.
+	Usage Usage
+	Err   error
+}
+
+// Error implements error: the cause's message.
+func (e *RunError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the cause.
+func (e *RunError) Unwrap() error { return e.Err }

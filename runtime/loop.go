@@ -251,6 +251,17 @@ func (rn *run) halted(h *Halt) *Result {
 	return res
 }
 
+// failed is the error of a run that started: err with what the run had
+// spent (RunError); nil when err is.
+func (rn *run) failed(err error) error {
+	if err == nil {
+		return nil
+	}
+	rn.usageMu.Lock()
+	defer rn.usageMu.Unlock()
+	return &RunError{Usage: rn.usage, Err: err}
+}
+
 // save saves what the run added since the last save as one step, when the
 // run has a session.
 func (rn *run) save(ctx context.Context, holder *graphs.Agent, last bool) error {

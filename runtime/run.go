@@ -142,7 +142,8 @@ func (r *Runner) Run(ctx context.Context, req *Request, emit func(Event)) (*Resu
 		if err != nil {
 			return nil, err
 		}
-		return rn.start(ctx)
+		res, err := rn.start(ctx)
+		return res, rn.failed(err)
 	}
 	if r.opts.Store == nil {
 		return nil, fmt.Errorf("%w: sessions are not configured", ErrInvalidRequest)

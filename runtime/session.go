@@ -33,7 +33,7 @@ func (r *Runner) runSession(ctx context.Context, req *Request, emit func(Event))
 	// Once the last save released the lock a renewal finds it gone and
 	// cancels ctx; the run had already ended with its work stored.
 	if !rn.session.released && errors.Is(context.Cause(ctx), ErrLeaseLost) {
-		return nil, leaseLost()
+		return nil, rn.failed(leaseLost())
 	}
 	if err != nil {
 		// Even when the client has gone: its finished steps are kept.
@@ -41,7 +41,7 @@ func (r *Runner) runSession(ctx context.Context, req *Request, emit func(Event))
 			r.log.Warn("save the finished steps of a failed run", "session", req.SessionID, "err", kerr)
 		}
 	}
-	return res, err
+	return res, rn.failed(err)
 }
 
 // leaseLost is the error of a run whose session lock was lost.
