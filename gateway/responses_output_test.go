@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -75,4 +76,61 @@ func TestResponsesStreamMessagePerTurn(t *testing.T) {
 			t.Errorf("not streamed: %v", r.messages())
 		}
 	})
+}
+
+// The response echoes the text.format the provider was asked for
+// (response_format), not plain text, streamed or not.
+func TestResponsesEchoesTextFormat(t *testing.T) {
+	schema := map[string]any{"type": "object", "properties": map[string]any{"ok": map[string]any{"type": "boolean"}}}
+	for _, tc := range []struct {
+		name   string
+		format any // nil: no text field
+		want   string
+	}{
+		{"default", nil, `{"type":"text"}`},
+		{"text", map[string]any{"type": "text"}, `{"type":"text"}`},
+		{"json_object", map[string]any{"type": "json_object"}, `{"type":"json_object"}`},
+		{"json_schema", map[string]any{"type": "json_schema", "name": "status", "description": "A status", "schema": schema, "strict": true},
+			`{"type":"json_schema","name":"status","description":"A status","schema":{"properties":{"ok":{"type":"boolean"}},"type":"object"},"strict":true}`},
+		{"json_schema, bare", map[string]any{"type": "json_schema", "name": "status", "schema": schema},
+			`{"type":"json_schema","name":"status","description":"","schema":{"properties":{"ok":{"type":"boolean"}},"type":"object"},"strict":false}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gw, fake := sessionDesk(t, "memory://", fakeupstream.Reply{Text: `{"ok":true}`}, fakeupstream.Reply{Text: `{"ok":true}`})
+			body := func() map[string]any {
+				b := input("status?")
+				if tc.format != nil {
+					b["text"] = map[string]any{"format": tc.format}
+				}
+				return b
+			}
+			_, streamed := stream(t, gw, body(), nil)
+			for i, r := range []*respBody{create(t, gw, body(), nil), streamed} {
+				var echo struct {
+					Text struct {
+						Format json.RawMessage `json:"format"`
+					} `json:"text"`
+				}
+				if err := json.Unmarshal(r.raw, &echo); err != nil {
+					t.Fatal(err)
+				}
+				var got bytes.Buffer
+				if err := json.Compact(&got, echo.Text.Format); err != nil || got.String() != tc.want {
+					t.Errorf("reply %d: text.format %s, want %s", i, echo.Text.Format, tc.want)
+				}
+			}
+			// The echo is what the provider was asked for: plain text is
+			// not sent.
+			var sent, echoed struct {
+				Type string `json:"type"`
+			}
+			if rf := fake.Requests()[0].Parsed.ResponseFormat; len(rf) > 0 {
+				_ = json.Unmarshal(rf, &sent)
+			}
+			_ = json.Unmarshal([]byte(tc.want), &echoed)
+			if sent.Type != strings.TrimPrefix(echoed.Type, "text") {
+				t.Errorf("response_format sent upstream: %s", fake.Requests()[0].Parsed.ResponseFormat)
+			}
+		})
+	}
 }

@@ -74,7 +74,7 @@ func newResponse(id, model string, req *responsesRequest) *responseObject {
 	if req.Instructions != nil && *req.Instructions != "" {
 		r.Instructions = req.Instructions
 	}
-	r.Text.Format.Type = "text"
+	r.Text.Format = echoFormat(req)
 	if len(req.ToolChoice) > 0 && string(req.ToolChoice) != "null" {
 		r.ToolChoice = json.RawMessage(req.ToolChoice)
 	}
@@ -95,6 +95,38 @@ func newResponse(id, model string, req *responsesRequest) *responseObject {
 		r.Metadata[k] = v
 	}
 	return r
+}
+
+// echoFormat is the text.format a response echoes: the one passed to the
+// provider as response_format (json_object, json_schema), plain text when
+// none was.
+func echoFormat(req *responsesRequest) any {
+	text := textFormat{Type: "text"}
+	if req.Text == nil {
+		return text
+	}
+	var f struct {
+		Type       string `json:"type"`
+		JSONSchema struct {
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			Schema      json.RawMessage `json:"schema"`
+			Strict      *bool           `json:"strict"`
+		} `json:"json_schema"`
+	}
+	rf := responseFormat(req.Text.Format)
+	if rf == nil || json.Unmarshal(rf, &f) != nil {
+		return text
+	}
+	if f.Type != "json_schema" {
+		return textFormat{Type: f.Type}
+	}
+	js := f.JSONSchema
+	schema := js.Schema
+	if len(schema) == 0 || string(schema) == "null" {
+		schema = json.RawMessage("{}") // none given: the schema that admits anything
+	}
+	return &jsonSchemaFormat{Type: f.Type, Name: js.Name, Description: js.Description, Schema: schema, Strict: js.Strict != nil && *js.Strict}
 }
 
 // event sends one event, numbering it.

@@ -3,6 +3,7 @@ package gateway
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 
 	"github.com/switchboard-ai/switchboard/runtime"
 )
@@ -67,12 +68,26 @@ type responseTool struct {
 	Strict      *bool   `json:"strict"`
 }
 
-// responseText is the text configuration: always plain text here (a JSON
-// format the client asked for is passed to the provider, not echoed).
+// responseText is the text configuration: the format the provider was
+// asked for, a textFormat or a *jsonSchemaFormat.
 type responseText struct {
-	Format struct {
-		Type string `json:"type"`
-	} `json:"format"`
+	Format any `json:"format"`
+}
+
+// textFormat is plain text (the default) or json_object.
+type textFormat struct {
+	Type string `json:"type"`
+}
+
+// jsonSchemaFormat is a json_schema format, with every member Open
+// Responses requires of it; description is a string (empty when the
+// request gave none), as OpenAI's schema admits no null there.
+type jsonSchemaFormat struct {
+	Type        string          `json:"type"`
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Schema      json.RawMessage `json:"schema"`
+	Strict      bool            `json:"strict"`
 }
 
 // responseUsage sums the run's model calls.

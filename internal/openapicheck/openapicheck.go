@@ -86,13 +86,14 @@ func SpecPath() (string, error) {
 // Load reads the description at path, rewrites `nullable`, and compiles
 // the schemas of every Kind.
 func Load(path string) (*Checker, error) {
-	return load(path, kinds, nil)
+	return load(path, kinds, nil, nil)
 }
 
 // load compiles the schemas of ks from the description at path; extra
 // adds schemas under components.schemas, taken from elsewhere in the
-// description (extra maps their name to a JSON pointer).
-func load(path string, ks []Kind, extra map[Kind]string) (*Checker, error) {
+// description (extra maps their name to a JSON pointer); fix, when set,
+// corrects known defects of the description's components.schemas.
+func load(path string, ks []Kind, extra map[Kind]string, fix func(defs map[string]any) error) (*Checker, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("openapicheck: %w", err)
@@ -114,6 +115,11 @@ func load(path string, ks []Kind, extra map[Kind]string) (*Checker, error) {
 	// root holds them where the description's references point.
 	defs = rewriteNullable(defs).(map[string]any)
 	rewriteRecursive(defs)
+	if fix != nil {
+		if err := fix(defs); err != nil {
+			return nil, fmt.Errorf("openapicheck: %s: %w", path, err)
+		}
+	}
 	for name, ptr := range extra {
 		v, err := pointer(root, ptr)
 		if err != nil {

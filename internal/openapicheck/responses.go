@@ -29,7 +29,22 @@ const (
 func LoadOpenResponses(path string) (*Checker, error) {
 	return load(path, []Kind{OpenResponse, OpenResponseStreamEvent}, map[Kind]string{
 		OpenResponseStreamEvent: "/paths/~1responses/post/responses/200/content/text~1event-stream/schema",
-	})
+	}, fixJSONSchemaFormat)
+}
+
+// fixJSONSchemaFormat corrects a defect of the description's copy: its
+// JsonSchemaResponseFormat (a response's text.format of type json_schema)
+// admits only null as `schema`, where the specification's source admits an
+// object or null, and OpenAI's Response requires an object there, so no
+// echoed json_schema format could satisfy both descriptions.
+func fixJSONSchemaFormat(defs map[string]any) error {
+	f, _ := defs["JsonSchemaResponseFormat"].(map[string]any)
+	props, _ := f["properties"].(map[string]any)
+	if props == nil || props["schema"] == nil {
+		return errors.New("no JsonSchemaResponseFormat.properties.schema to correct")
+	}
+	props["schema"] = map[string]any{"anyOf": []any{map[string]any{"type": "object"}, map[string]any{"type": "null"}}}
+	return nil
 }
 
 // checkResponse judges one response.
