@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/switchboard-ai/switchboard/graphs"
 	"github.com/switchboard-ai/switchboard/runtime"
 )
 
@@ -103,8 +104,21 @@ func checkChatRequest(r *chatRequest, err error) (*chatRequest, *Error) {
 		if t.Type != "function" || t.Function == nil || t.Function.Name == "" {
 			return nil, badRequest(fmt.Sprintf("tools[%d]", i), "tools[%d] must be a function tool with a name", i)
 		}
+		if e := checkToolName(t.Function.Name, fmt.Sprintf("tools[%d].function.name", i)); e != nil {
+			return nil, e
+		}
 	}
 	return req, nil
+}
+
+// checkToolName refuses a client tool's name that providers refuse: left
+// to them, their 400 would come back as a 502, which OpenAI's SDKs retry.
+// It is the pattern config tool names are held to.
+func checkToolName(name, param string) *Error {
+	if graphs.ValidToolName(name) {
+		return nil
+	}
+	return badRequest(param, "%s must match ^[a-zA-Z0-9_-]{1,64}$ (1 to 64 letters, digits, _ or -)", param)
 }
 
 // jsonKind names the JSON values a Go type decodes from.

@@ -101,6 +101,9 @@ func decodeResponsesRequest(body []byte) (*responsesRequest, *Error) {
 		if t.Type != "function" || t.Name == "" {
 			return nil, badRequest(fmt.Sprintf("tools[%d]", i), "tools[%d]: only function tools with a name are supported (got type %q)", i, t.Type)
 		}
+		if e := checkToolName(t.Name, fmt.Sprintf("tools[%d].name", i)); e != nil {
+			return nil, e
+		}
 	}
 	return &req, nil
 }

@@ -1,0 +1,165 @@
+package gateway_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/switchboard-ai/switchboard/internal/fakeupstream"
+	"github.com/switchboard-ai/switchboard/internal/gwtest"
+)
+
+// chatWith is a stateless request to the desk: one user message, then
+// the fields of extra as pairs (name, value).
+func chatWith(extra ...any) map[string]any {
+	return withFields(gwtest.User("support", "hi"), extra...)
+}
+
+// withFields sets the fields of extra, pairs (name, value), on body.
+func withFields(body map[string]any, extra ...any) map[string]any {
+	for i := 0; i+1 < len(extra); i += 2 {
+		body[extra[i].(string)] = extra[i+1]
+	}
+	return body
+}
+
+// chatMessages is a stateless request to the desk with these messages.
+func chatMessages(msgs ...map[string]any) map[string]any {
+	return map[string]any{"model": "support", "messages": msgs}
+}
+
+func userMsg(content any) map[string]any { return map[string]any{"role": "user", "content": content} }
+
+func fnTool(name string) map[string]any {
+	return map[string]any{"type": "function", "function": map[string]any{"name": name, "parameters": map[string]any{"type": "object"}}}
+}
+
+// respTool is a Responses function tool.
+func respTool(name string) map[string]any {
+	return map[string]any{"type": "function", "name": name, "parameters": map[string]any{"type": "object"}}
+}
+
+// callsTool is an assistant message that only calls get_weather, as id.
+func callsTool(id string) map[string]any {
+	return map[string]any{"role": "assistant", "content": nil, "tool_calls": []map[string]any{
+		{"id": id, "type": "function", "function": map[string]any{"name": "get_weather", "arguments": "{}"}}}}
+}
+
+func toolMsg(id string) map[string]any {
+	return map[string]any{"role": "tool", "tool_call_id": id, "content": "sunny"}
+}
+
+// refusal is a request the gateway must refuse: 400 invalid_request with
+// param, a message that says want.
+type refusal struct {
+	name  string
+	body  map[string]any
+	param string
+	want  string
+}
+
+// assertRefusals posts each request to path (chat or responses, stateless)
+// and checks its refusal; none may reach the upstream: the desk's fake is
+// strict and scripted with no reply, and the refusals come before any
+// model call.
+func assertRefusals(t *testing.T, path string, tests []refusal) {
+	t.Helper()
+	gw, fake, _ := desk(t)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if path == "/v1/responses" {
+				tt.body["store"] = false
+			}
+			r := gw.Do(context.Background(), http.MethodPost, path, tt.body, nil)
+			assertParamError(t, r, tt.param)
+			msg, _ := r.JSON(t)["error"].(map[string]any)["message"].(string)
+			if !strings.Contains(msg, tt.want) {
+				t.Errorf("message %q, want it to say %q", msg, tt.want)
+			}
+			if strings.Contains(msg, "Go ") || strings.Contains(msg, "struct") || strings.Contains(msg, "runtime.") {
+				t.Errorf("the message speaks of Go types: %q", msg)
+			}
+		})
+	}
+	if n := len(fake.Requests()); n != 0 {
+		t.Errorf("refused requests reached the upstream %d times", n)
+	}
+}
+
+// A client tool's name that providers refuse is 400 naming it, not the
+// provider's 400 answered as a 502 (which OpenAI's SDKs retry).
+func TestClientToolNames(t *testing.T) {
+	t.Run("chat", func(t *testing.T) {
+		assertRefusals(t, "/v1/chat/completions", []refusal{
+			{"a space", chatWith("tools", []any{fnTool("get weather")}), "tools[0].function.name", "^[a-zA-Z0-9_-]{1,64}$"},
+			{"a dot", chatWith("tools", []any{fnTool("get_weather"), fnTool("weather.get")}), "tools[1].function.name", "must match"},
+			{"over 64", chatWith("tools", []any{fnTool(strings.Repeat("x", 65))}), "tools[0].function.name", "must match"},
+		})
+	})
+	t.Run("responses", func(t *testing.T) {
+		assertRefusals(t, "/v1/responses", []refusal{
+			{"a space", input("hi", "tools", []any{respTool("get weather")}), "tools[0].name", "must match"},
+			{"non-ASCII", input("hi", "tools", []any{respTool("météo")}), "tools[0].name", "must match"},
+		})
+	})
+}
+
+// What the request checks must not refuse: an assistant message that only
+// calls tools (content null or absent) with its results, a call left
+// unanswered, a session request of tool results alone, the three response
+// formats, the lower bounds, any number of stop sequences.
+func TestValidRequestsPass(t *testing.T) {
+	gw, fake := sessionDesk(t, "memory://")
+	fake.SetFallback(func(fakeupstream.Request) fakeupstream.Reply { return fakeupstream.Reply{Text: "ok"} })
+	noContent := callsTool("w1")
+	delete(noContent, "content")
+	tests := []struct {
+		name string
+		body map[string]any
+	}{
+		{"calls with null content, answered", chatMessages(userMsg("weather?"), callsTool("w1"), toolMsg("w1"))},
+		{"calls without content, answered", chatMessages(userMsg("weather?"), noContent, toolMsg("w1"))},
+		{"a call left unanswered", chatMessages(userMsg("weather?"), callsTool("w1"), userMsg("never mind"))},
+		{"a system message between call and result", chatMessages(userMsg("weather?"), callsTool("w1"), map[string]any{"role": "system", "content": "be brief"}, toolMsg("w1"))},
+		{"user content an empty string", chatMessages(userMsg(""))},
+		{"response_format text", chatWith("response_format", map[string]any{"type": "text"})},
+		{"response_format json_object", chatWith("response_format", map[string]any{"type": "json_object"})},
+		{"response_format json_schema", chatWith("response_format", map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "answer", "schema": map[string]any{"type": "object"}}})},
+		{"response_format null", chatWith("response_format", nil)},
+		{"max_tokens 1", chatWith("max_tokens", 1, "max_completion_tokens", 1)},
+		{"n 2", chatWith("n", 2)},
+		{"tool names of 64 and of every kind of character", chatWith("tools", []any{fnTool(strings.Repeat("x", 64)), fnTool("get-Weather_2")})},
+		{"stop of many", chatWith("stop", []any{"a", "b", "c", "d", "e", "f"})},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if r := gw.Chat(tt.body, nil); r.Status != http.StatusOK {
+				t.Errorf("%d %s", r.Status, r.Body)
+			}
+		})
+	}
+	t.Run("tool results alone in a session", func(t *testing.T) {
+		id := newSessionID(t)
+		fake.Push(fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("w1", "get_weather", `{}`)}})
+		completion(t, gw, withTools(gwtest.User("support", "weather?"), false), session(id))
+		if r := gw.Chat(withTools(chatMessages(toolMsg("w1")), false), session(id)); r.Status != http.StatusOK {
+			t.Errorf("%d %s", r.Status, r.Body)
+		}
+	})
+	t.Run("responses", func(t *testing.T) {
+		for _, body := range []map[string]any{
+			input("hi", "tools", []any{respTool("get-Weather_2")}, "max_output_tokens", 1,
+				"text", map[string]any{"format": map[string]any{"type": "json_schema", "name": "answer", "schema": map[string]any{"type": "object"}}}),
+			input("hi", "text", map[string]any{"format": map[string]any{"type": "text"}, "verbosity": "low"}),
+			input("", "store", false, "input", []any{userMsg("weather?"),
+				map[string]any{"type": "function_call", "call_id": "w1", "name": "get_weather", "arguments": "{}"},
+				map[string]any{"type": "function_call_output", "call_id": "w1", "output": "sunny"}}),
+		} {
+			if r := gw.Do(context.Background(), http.MethodPost, "/v1/responses", body, nil); r.Status != http.StatusOK {
+				t.Errorf("%v: %d %s", body, r.Status, r.Body)
+			}
+		}
+	})
+	assertSystemFirst(t, fake)
+}
