@@ -31,6 +31,9 @@ type chatRequest struct {
 	ToolChoice json.RawMessage `json:"tool_choice"`
 	// Approvals decide pending approvals of the session (docs/permissions.md).
 	Approvals []approvalDecision `json:"approvals"`
+	// N is only read to refuse a value that is not an integer: the reply
+	// always holds one choice.
+	N *runtime.IntParam `json:"n"`
 	runtime.Params
 }
 
@@ -98,6 +101,9 @@ func checkChatRequest(r *chatRequest, err error) (*chatRequest, *Error) {
 		return nil, e
 	}
 	if e := checkDecisions(req.Approvals); e != nil {
+		return nil, e
+	}
+	if e := checkParams(&req.Params); e != nil {
 		return nil, e
 	}
 	for i, t := range req.Tools {

@@ -80,6 +80,14 @@ func decodeResponsesRequest(body []byte) (*responsesRequest, *Error) {
 	if e := checkDecisions(req.Approvals); e != nil {
 		return nil, e
 	}
+	if e := checkTokens(req.MaxOutputTokens, "max_output_tokens"); e != nil {
+		return nil, e
+	}
+	if req.Text != nil {
+		if e := checkFormat(req.Text.Format, "text.format", ""); e != nil {
+			return nil, e
+		}
+	}
 	if req.Instructions != nil && *req.Instructions != "" && len(msgs) > 0 {
 		// With no input (a paused response continued) they would be the
 		// request's only new input, and a session request without a
