@@ -90,6 +90,11 @@ func checkChatRequest(r *chatRequest, err error) (*chatRequest, *Error) {
 			if err != nil {
 				return nil, badRequest(fmt.Sprintf("messages[%d].content", i), "messages[%d]: %v", i, err)
 			}
+			if m.Role == runtime.RoleUser && noContent(req.Wire[i].Content) {
+				// OpenAI refuses it; a provider that took it would answer
+				// nothing in particular.
+				return nil, badRequest(fmt.Sprintf("messages[%d].content", i), "messages[%d]: a user message needs content (a string or a non-empty array of content parts)", i)
+			}
 			req.Messages[i] = m
 		}
 		req.Wire = nil
@@ -125,6 +130,19 @@ func checkToolName(name, param string) *Error {
 		return nil
 	}
 	return badRequest(param, "%s must match ^[a-zA-Z0-9_-]{1,64}$ (1 to 64 letters, digits, _ or -)", param)
+}
+
+// noContent reports whether a message's content is absent, null or an
+// empty array of parts. (An empty string is content: OpenAI takes it.)
+func noContent(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	switch {
+	case len(raw) == 0 || bytes.Equal(raw, []byte("null")):
+		return true
+	case raw[0] == '[':
+		return len(bytes.TrimSpace(raw[1:len(raw)-1])) == 0
+	}
+	return false
 }
 
 // jsonKind names the JSON values a Go type decodes from.

@@ -386,6 +386,9 @@ func decodeMessageItem(it *inputItem, param string) (runtime.Message, *Error) {
 	if err := json.Unmarshal(c, &parts); err != nil {
 		return m, badRequest(param+".content", "%s.content must be a list of content parts: %v", param, err)
 	}
+	if len(parts) == 0 && it.Role == runtime.RoleUser {
+		return m, badRequest(param+".content", "%s: a user message needs content (a string or a non-empty list of content parts)", param)
+	}
 	var text strings.Builder
 	var chatParts []map[string]any // only when an image makes parts necessary
 	for j, p := range parts {

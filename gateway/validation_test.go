@@ -132,6 +132,59 @@ func TestRequestParams(t *testing.T) {
 	})
 }
 
+// Messages OpenAI refuses are refused before the run: a user message with
+// no content, and a tool result that answers no call of the assistant
+// message it follows, which a stateless run dropped unseen (a session
+// request's was refused already).
+func TestMalformedMessages(t *testing.T) {
+	t.Run("chat", func(t *testing.T) {
+		assertRefusals(t, "/v1/chat/completions", []refusal{
+			{"user message without content", chatMessages(map[string]any{"role": "user"}), "messages[0].content", "a user message needs content"},
+			{"user message with null content", chatMessages(userMsg("hi"), map[string]any{"role": "assistant", "content": "yes"}, userMsg(nil)), "messages[2].content", "a user message needs content"},
+			{"user message with no parts", chatMessages(userMsg([]any{})), "messages[0].content", "a user message needs content"},
+			{"tool result with no call", chatMessages(userMsg("weather?"), toolMsg("w1")), "messages[1].tool_call_id", "answers no tool call"},
+			{"tool result first", chatMessages(toolMsg("w1")), "messages[0].tool_call_id", "answers no tool call"},
+			{"tool result for another call", chatMessages(userMsg("weather?"), callsTool("w1"), toolMsg("w1"), toolMsg("w2")), "messages[3].tool_call_id", "answers no tool call"},
+			{"tool result for an earlier turn", chatMessages(userMsg("weather?"), callsTool("w1"), toolMsg("w1"), map[string]any{"role": "assistant", "content": "Sunny."}, userMsg("and now?"), toolMsg("w1")), "messages[5].tool_call_id", "answers no tool call"},
+			{"tool result after a user message", chatMessages(userMsg("weather?"), callsTool("w1"), userMsg("never mind"), toolMsg("w1")), "messages[3].tool_call_id", "answers no tool call"},
+		})
+	})
+	t.Run("responses", func(t *testing.T) {
+		call := map[string]any{"type": "function_call", "call_id": "w1", "name": "get_weather", "arguments": "{}"}
+		output := func(id string) map[string]any {
+			return map[string]any{"type": "function_call_output", "call_id": id, "output": "sunny"}
+		}
+		assertRefusals(t, "/v1/responses", []refusal{
+			{"user message with no parts", input("", "input", []any{userMsg([]any{})}), "input[0].content", "a user message needs content"},
+			{"output with no call", input("", "input", []any{userMsg("weather?"), output("w1")}), "input", `no function call found for the function_call_output with call_id "w1"`},
+			{"output for another call", input("", "input", []any{userMsg("weather?"), call, output("w2")}), "input", `call_id "w2"`},
+		})
+	})
+	// In a session, a user message moves on from the session's open
+	// calls: a result after it answers none.
+	t.Run("session", func(t *testing.T) {
+		gw, fake := sessionDesk(t, "memory://", fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("w1", "get_weather", `{}`)}})
+		id := newSessionID(t)
+		completion(t, gw, withTools(gwtest.User("support", "weather?"), false), session(id))
+		r := gw.Chat(withTools(chatMessages(userMsg("never mind"), toolMsg("w1")), false), session(id))
+		assertParamError(t, r, "messages[1].tool_call_id")
+		if n := len(fake.Requests()); n != 1 {
+			t.Errorf("the upstream got %d calls, want the first request's only", n)
+		}
+	})
+	// A stored response that starts a session seeds it with the input's
+	// history, which no run checks: it is held to the same rule.
+	t.Run("responses, stored", func(t *testing.T) {
+		gw, fake := sessionDesk(t, "memory://")
+		body := input("", "input", []any{userMsg("weather?"), map[string]any{"type": "function_call_output", "call_id": "w9", "output": "sunny"},
+			map[string]any{"role": "assistant", "content": "Sunny."}, userMsg("thanks")})
+		assertParamError(t, gw.Do(context.Background(), http.MethodPost, "/v1/responses", body, nil), "input")
+		if n := len(fake.Requests()); n != 0 {
+			t.Errorf("the refused request reached the upstream %d times", n)
+		}
+	})
+}
+
 // What the request checks must not refuse: an assistant message that only
 // calls tools (content null or absent) with its results, a call left
 // unanswered, a session request of tool results alone, the three response

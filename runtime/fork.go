@@ -114,6 +114,11 @@ func (r *Runner) Seed(ctx context.Context, dst SessionKey, msgs []Message) error
 	if r.opts.Store == nil {
 		return fmt.Errorf("seed session: %w: sessions are not configured", ErrInvalidRequest)
 	}
+	// The client's history is its own, unchecked by any run: a tool result
+	// in it that answers no call is refused as a stateless request's is.
+	if err := checkResults(nil, msgs, 0); err != nil {
+		return err
+	}
 	_, lease, err := r.opts.Store.Acquire(ctx, dst)
 	if err != nil {
 		return fmt.Errorf("seed session: %w", err)

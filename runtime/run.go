@@ -161,6 +161,9 @@ func (r *Runner) openStateless(req *Request, emit func(Event)) (*run, error) {
 		// Approvals live in sessions: a stateless request has none to decide.
 		return nil, fmt.Errorf("approval %s: %w (the request has no session)", req.Approvals[0].ID, ErrApprovalNotFound)
 	}
+	if err := checkResults(nil, req.Messages, 0); err != nil {
+		return nil, err
+	}
 	rn := r.newRun(req, emit, nil)
 	rn.transcript = req.Messages
 	rn.agent = req.Graph.Lead

@@ -104,7 +104,7 @@ func (r *Runner) openSession(ctx context.Context, req *Request, emit func(Event)
 	rn.agent = activeAgent(req.Graph, rn.histScan.marker)
 	rn.info.Agent, rn.info.Input = rn.agent, input
 	// Before the approvals are moved on: a refused request changes nothing.
-	if err := checkResults(rn.history, req.Messages, len(input)); err != nil {
+	if err := checkResults(rn.history, req.Messages, len(req.Messages)-len(input)); err != nil {
 		end()
 		return nil, nil, nil, err
 	}
@@ -316,22 +316,32 @@ func newInput(msgs []Message) []Message {
 	return msgs
 }
 
-// checkResults refuses a tool result in a session request's new input (the
-// last n of msgs) that answers no call of the session's last assistant
-// message: OpenAI refuses a tool message without its call, and kept, it
-// would be stored without one while the run went on with no new input.
-func checkResults(history, msgs []Message, n int) error {
+// checkResults refuses a tool result among msgs[from:] that answers no call
+// of the assistant message it follows (only system and developer messages,
+// folded into the system prompt, and the turn's other results may come
+// between): of msgs itself, or history's last one for the results that open
+// msgs[from:]. OpenAI refuses such a result; kept, the prompt would drop it
+// unseen, and a session would store it without its call while the run went
+// on with no new input. A session request checks its new input against the
+// session (from: where the input starts), a stateless one all its messages
+// (history nil, from 0).
+func checkResults(history, msgs []Message, from int) error {
 	var calls []ToolCall
 	if ai := lastAssistant(history); ai >= 0 {
 		calls = history[ai].ToolCalls
 	}
-	for i := len(msgs) - n; i < len(msgs); i++ {
+	for i := from; i < len(msgs); i++ {
 		m := &msgs[i]
-		if m.Role != RoleTool || slices.ContainsFunc(calls, func(c ToolCall) bool { return c.ID == m.ToolCallID }) {
-			continue
+		switch {
+		case m.IsSystem():
+		case m.Role != RoleTool:
+			// A user message moves on from the calls; an assistant
+			// message opens a turn of its own.
+			calls = m.ToolCalls
+		case !slices.ContainsFunc(calls, func(c ToolCall) bool { return c.ID == m.ToolCallID }):
+			return paramError(fmt.Sprintf("messages[%d].tool_call_id", i),
+				"messages[%d] is a tool result for %q, which answers no tool call of the assistant message before it", i, m.ToolCallID)
 		}
-		return paramError(fmt.Sprintf("messages[%d].tool_call_id", i),
-			"messages[%d] is a tool result for %q, which is no tool call of the session's last assistant message", i, m.ToolCallID)
 	}
 	return nil
 }
