@@ -150,6 +150,9 @@ func jsonKind(t reflect.Type) string {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
+	if t == reflect.TypeFor[runtime.StopSequences]() {
+		return "a string or an array of strings"
+	}
 	switch t.Kind() {
 	case reflect.String:
 		return "a string"

@@ -185,6 +185,28 @@ func TestMalformedMessages(t *testing.T) {
 	})
 }
 
+// A field of the wrong type is named in the 400 as the client wrote it,
+// never by the Go type it would have filled.
+func TestWrongTypeFields(t *testing.T) {
+	t.Run("chat", func(t *testing.T) {
+		tools := []any{weatherTool}
+		assertRefusals(t, "/v1/chat/completions", []refusal{
+			{"tool_choice a number", chatWith("tools", tools, "tool_choice", 5), "tool_choice", "tool_choice must be a string or an object"},
+			{"tool_choice true", chatWith("tools", tools, "tool_choice", true), "tool_choice", "tool_choice must be a string or an object"},
+			{"tool_choice an array", chatWith("tools", tools, "tool_choice", []any{"auto"}), "tool_choice", "tool_choice must be a string or an object"},
+			{"tool_choice naming a number", chatWith("tools", tools, "tool_choice", map[string]any{"type": "function", "function": map[string]any{"name": 5}}), "tool_choice", "tool_choice.function.name is of the wrong type (a JSON number)"},
+			{"stop a number", chatWith("stop", 5), "stop", "stop must be a string or an array of strings, not a JSON number"},
+			{"stop an object", chatWith("stop", map[string]any{}), "stop", "stop must be a string or an array of strings, not a JSON object"},
+			{"stop holding a number", chatWith("stop", []any{"END", 5}), "stop", "stop must be a string or an array of strings, not a JSON array holding a number"},
+		})
+	})
+	t.Run("responses", func(t *testing.T) {
+		assertRefusals(t, "/v1/responses", []refusal{
+			{"tool_choice a number", input("hi", "tools", []any{respWeatherTool}, "tool_choice", 5), "tool_choice", "tool_choice must be a string or an object"},
+		})
+	})
+}
+
 // What the request checks must not refuse: an assistant message that only
 // calls tools (content null or absent) with its results, a call left
 // unanswered, a session request of tool results alone, the three response

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"time"
 
 	"github.com/switchboard-ai/switchboard/graphs"
@@ -46,24 +47,40 @@ type Params struct {
 // of them; both decode to a list.
 type StopSequences []string
 
-// errBadStop is returned for a stop that is neither a string, an array of
-// strings, nor null.
-var errBadStop = errors.New("stop must be a string or an array of strings")
-
-// UnmarshalJSON reads a string, an array of strings or null.
+// UnmarshalJSON reads a string, an array of strings or null. Another value
+// is refused like a value of the wrong type, so that the field is named
+// (encoding/json fills it in).
 func (s *StopSequences) UnmarshalJSON(b []byte) error {
-	if len(b) > 0 && b[0] == '"' {
+	refuse := func(what string) error {
+		return &json.UnmarshalTypeError{Value: what, Type: reflect.TypeFor[StopSequences]()}
+	}
+	switch b[0] {
+	case '"':
 		var one string
 		if err := json.Unmarshal(b, &one); err != nil {
 			return err
 		}
 		*s = StopSequences{one}
 		return nil
+	case '[':
+		if err := json.Unmarshal(b, (*[]string)(s)); err != nil {
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) {
+				return refuse("array holding a " + te.Value)
+			}
+			return err
+		}
+		return nil
+	case 'n':
+		*s = nil
+		return nil
+	case 't', 'f':
+		return refuse("bool")
+	case '{':
+		return refuse("object")
+	default:
+		return refuse("number")
 	}
-	if err := json.Unmarshal(b, (*[]string)(s)); err != nil {
-		return errBadStop
-	}
-	return nil
 }
 
 // ChatRequest is one provider call. Messages already obey the system

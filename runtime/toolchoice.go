@@ -3,6 +3,7 @@ package runtime
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"slices"
 )
 
@@ -49,23 +50,34 @@ func parseToolChoice(raw json.RawMessage) (toolChoice, error) {
 		}
 		return c, nil
 	}
+	type name struct {
+		Name string `json:"name"`
+	}
 	type function struct {
 		Type     string `json:"type"`
-		Function struct {
-			Name string `json:"name"`
-		} `json:"function"`
+		Function name   `json:"function"`
 	}
+	// Not embedding function: an error's field path would name it.
 	var obj struct {
-		function
+		Type         string `json:"type"`
+		Function     name   `json:"function"`
 		AllowedTools struct {
 			Mode  string     `json:"mode"`
 			Tools []function `json:"tools"`
 		} `json:"allowed_tools"`
 	}
-	if err := json.Unmarshal(raw, &obj); err != nil {
-		return c, paramError("tool_choice", "tool_choice must be a string or an object: %v", err)
+	if raw[0] != '{' {
+		return c, paramError("tool_choice", "tool_choice must be a string or an object")
 	}
-	fns := []function{obj.function}
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		// Named as the client wrote it, not by the Go struct it would fill.
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return c, paramError("tool_choice", "tool_choice.%s is of the wrong type (a JSON %s)", te.Field, te.Value)
+		}
+		return c, paramError("tool_choice", "tool_choice must be a string or an object")
+	}
+	fns := []function{{Type: obj.Type, Function: obj.Function}}
 	if obj.Type == "allowed_tools" {
 		fns = obj.AllowedTools.Tools
 		if m := obj.AllowedTools.Mode; m != "auto" && m != "required" {
