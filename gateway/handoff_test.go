@@ -210,6 +210,40 @@ func TestToolFailed(t *testing.T) {
 	}
 }
 
+// A server tool called with arguments that are not JSON gets invalid_args
+// (docs/handoffs.md), not tool_failed, and is not called; empty arguments
+// are {}.
+func TestToolArgumentsNotJSON(t *testing.T) {
+	for _, tc := range []struct {
+		args, code string
+		called     int
+	}{
+		{`{"city": `, "invalid_args", 0},
+		{`city=Oslo`, "invalid_args", 0},
+		{``, "", 1},
+	} {
+		t.Run(tc.args, func(t *testing.T) {
+			gw, fake, tools := desk(t,
+				fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("c1", "transfer_to_billing", `{}`)}},
+				fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("c2", "lookup_charges", tc.args)}},
+				fakeupstream.Reply{Text: "done"},
+			)
+			completion(t, gw, gwtest.User("support", "bill"), nil)
+			result := toolResults(fake.Requests()[2])["c2"]
+			if tc.code == "" {
+				if !strings.Contains(result, "ch_1") {
+					t.Errorf("result %q", result)
+				}
+			} else if got := errorCode(t, result); got != tc.code {
+				t.Errorf("result %q: code %q, want %q", result, got, tc.code)
+			}
+			if n := len(tools.got("/charges")); n != tc.called {
+				t.Errorf("the tool was called %d times, want %d", n, tc.called)
+			}
+		})
+	}
+}
+
 // An input filter shapes what the target sees; the routing note lists the
 // validated arguments in schema order.
 func TestInputFilterAndArgumentOrder(t *testing.T) {

@@ -2,10 +2,12 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -68,8 +70,8 @@ func (rn *run) turn(ctx context.Context, calls []ToolCall) (turnOutcome, error) 
 	// (sorting the calls, building the outcome) is in functions that are
 	// not on the stack while a call runs (issue 22).
 	cs, client, considered := rn.sortTurn(calls)
-	// Refused handoff calls, then server tools; the considered handoff
-	// last, and only when no call of the turn is pending.
+	// Refused calls, then server tools; the considered handoff last, and
+	// only when no call of the turn is pending.
 	for i := range cs {
 		if c := &cs[i]; c.inv.Refusal != nil {
 			if err := rn.invoke(ctx, c); err != nil {
@@ -166,6 +168,12 @@ func (rn *run) sortTurn(calls []ToolCall) (cs []classified, client []ToolCall, c
 			c.result, c.ran = ToolError(codeUnknownTool, fmt.Sprintf("agent %q has no tool or handoff named %q", rn.agent.Name, c.inv.Call.Function.Name)), true
 		case callCapped:
 			c.result, c.ran = ToolError(codeLimitExceeded, fmt.Sprintf("max_tool_calls_per_turn (%d) reached in this turn; this call was not run", rn.maxToolCalls())), true
+		case callServer:
+			if args := strings.TrimSpace(c.inv.Call.Function.Arguments); args != "" && !json.Valid([]byte(args)) {
+				// Refused whatever a gate would decide: no person is asked
+				// about, and no tool sent, arguments it cannot read.
+				c.inv.Refusal = &ToolRefusal{codeInvalidArgs, "the arguments are not valid JSON"}
+			}
 		case callHandoff, callDisabled:
 			switch {
 			case considered >= 0:
@@ -375,9 +383,11 @@ func (rn *run) invoke(ctx context.Context, c *classified) error {
 // runServerTools runs the turn's server tools, concurrently when there are
 // several, and records each result on its call.
 func (rn *run) runServerTools(ctx context.Context, cs []classified) error {
+	// A refused call has been answered already (turn).
+	runs := func(c *classified) bool { return c.kind == callServer && c.inv.Refusal == nil }
 	n := 0
 	for i := range cs {
-		if cs[i].kind == callServer {
+		if runs(&cs[i]) {
 			n++
 		}
 	}
@@ -388,7 +398,7 @@ func (rn *run) runServerTools(ctx context.Context, cs []classified) error {
 	defer func() { rn.external += time.Since(start) }()
 	if n == 1 {
 		for i := range cs {
-			if cs[i].kind == callServer {
+			if runs(&cs[i]) {
 				return rn.invoke(ctx, &cs[i])
 			}
 		}
@@ -398,7 +408,7 @@ func (rn *run) runServerTools(ctx context.Context, cs []classified) error {
 	// (the oldest go first once it is full), and a recall reads what the
 	// turn's remembers before it wrote.
 	for i := range cs {
-		if cs[i].kind == callServer && cs[i].inv.Tool.Kind == graphs.ToolMemory {
+		if runs(&cs[i]) && cs[i].inv.Tool.Kind == graphs.ToolMemory {
 			if err := rn.invoke(ctx, &cs[i]); err != nil {
 				return err
 			}
@@ -420,7 +430,7 @@ func (rn *run) runServerTools(ctx context.Context, cs []classified) error {
 		}()
 	}
 	for i := range cs {
-		if cs[i].kind == callServer && !cs[i].ran {
+		if runs(&cs[i]) && !cs[i].ran {
 			next <- i
 		}
 	}
