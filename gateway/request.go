@@ -108,6 +108,9 @@ func checkChatRequest(r *chatRequest, err error) (*chatRequest, *Error) {
 	if e := checkDecisions(req.Approvals); e != nil {
 		return nil, e
 	}
+	if e := checkMetadata(req.Metadata); e != nil {
+		return nil, e
+	}
 	if e := checkParams(&req.Params); e != nil {
 		return nil, e
 	}
@@ -206,20 +209,7 @@ func checkMessages(msgs []runtime.Message) *Error {
 // metadata flattens the request's metadata to strings, as enabled_when
 // compares them: "pro", 3 and true become "pro", "3" and "true".
 func (req *chatRequest) metadata() map[string]string {
-	if len(req.Metadata) == 0 {
-		return nil
-	}
-	out := make(map[string]string, len(req.Metadata))
-	for k, raw := range req.Metadata {
-		raw = bytes.TrimSpace(raw)
-		var s string
-		if len(raw) > 0 && raw[0] == '"' && json.Unmarshal(raw, &s) == nil {
-			out[k] = s
-			continue
-		}
-		out[k] = string(raw)
-	}
-	return out
+	return flattenMetadata(req.Metadata)
 }
 
 // clientTools returns the request's tools as tool definitions.

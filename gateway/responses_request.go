@@ -80,6 +80,9 @@ func decodeResponsesRequest(body []byte) (*responsesRequest, *Error) {
 	if e := checkDecisions(req.Approvals); e != nil {
 		return nil, e
 	}
+	if e := checkMetadata(req.Metadata); e != nil {
+		return nil, e
+	}
 	if e := checkTokens(req.MaxOutputTokens, "max_output_tokens"); e != nil {
 		return nil, e
 	}
@@ -253,25 +256,6 @@ func responseFormat(format json.RawMessage) json.RawMessage {
 // compares them and as the reply echoes them.
 func (req *responsesRequest) metadata() map[string]string {
 	return flattenMetadata(req.Metadata)
-}
-
-// flattenMetadata turns metadata values into strings: "pro", 3 and true
-// become "pro", "3" and "true".
-func flattenMetadata(md map[string]json.RawMessage) map[string]string {
-	if len(md) == 0 {
-		return nil
-	}
-	out := make(map[string]string, len(md))
-	for k, raw := range md {
-		raw = bytes.TrimSpace(raw)
-		var s string
-		if len(raw) > 0 && raw[0] == '"' && json.Unmarshal(raw, &s) == nil {
-			out[k] = s
-			continue
-		}
-		out[k] = string(raw)
-	}
-	return out
 }
 
 // inputItem is one item of a Responses input list, any of the kinds the
