@@ -106,6 +106,7 @@ func (ic *Interceptor) InterceptRun(next runtime.RunFunc) runtime.RunFunc {
 		}
 		run.SaveAtEnd()
 		run.SetValue(stateKey{}, &runState{input: InputText(run.Input), checked: map[string]bool{}})
+		run.SetSubagentCheck(ic.checkSubagent)
 		return next(ctx, run)
 	}
 }
@@ -192,6 +193,19 @@ func (ic *Interceptor) guardModel(ctx context.Context, call *runtime.ModelCall, 
 	}
 	h.flush()
 	return resp, nil
+}
+
+// checkSubagent judges the text a sub-agent call streamed to the client
+// (runtime.SubagentCheck) with the output guardrails of the graph and of
+// the calling agent: a sub-agent's run is not checked as a run (its answer
+// is a tool result), but on a stream its text is delivered as it goes
+// (CONTRACT §7, §8).
+func (ic *Interceptor) checkSubagent(ctx context.Context, call *runtime.ToolInvocation, text string) error {
+	output := outputGuardrails(call.Run.Graph, call.Agent)
+	if len(output) == 0 {
+		return nil
+	}
+	return ic.start(ctx, call.Run, call.Agent, StageOutput, text, output).wait(ctx)
 }
 
 // outputGuardrails are the graph's then the agent's output guardrails.

@@ -43,13 +43,18 @@ func (SubagentRunner) Run(ctx context.Context, call *ToolInvocation) (string, er
 	if messages == nil {
 		messages = []Message{{Role: RoleUser, Content: at.TaskMessage([]byte(args))}}
 	}
-	call.Emit(Event{Kind: EventSubagentStart, Agent: caller, Subagent: name, ToolCallID: id})
+	out := call.Emit
+	h, check := holdFor(call)
+	if h != nil {
+		out = h.emit // held until the call's text passed (subagentcheck.go)
+	}
+	out(Event{Kind: EventSubagentStart, Agent: caller, Subagent: name, ToolCallID: id})
 	emit := func(ev Event) {
 		switch {
 		case ev.Kind == EventDelta && ev.Agent == name && ev.Text != "":
-			call.Emit(Event{Kind: EventSubagentDelta, Agent: caller, Subagent: name, ToolCallID: id, Text: ev.Text})
+			out(Event{Kind: EventSubagentDelta, Agent: caller, Subagent: name, ToolCallID: id, Text: ev.Text})
 		case ev.Kind == EventSubagentStart, ev.Kind == EventSubagentDelta, ev.Kind == EventSubagentDone:
-			call.Emit(ev) // a sub-agent of the sub-agent: reported as its caller's
+			out(ev) // a sub-agent of the sub-agent: reported as its caller's
 		}
 	}
 	params := rn.req.Params
@@ -76,6 +81,11 @@ func (SubagentRunner) Run(ctx context.Context, call *ToolInvocation) (string, er
 		// What ends a sub-agent's run (max_steps, the budget, a provider
 		// that failed, the client gone) ends the caller's.
 		return "", &EndRunError{Err: fmt.Errorf("sub-agent %q: %w", name, err)}
+	}
+	if h != nil {
+		if err := h.release(ctx, call, check, call.Emit); err != nil {
+			return "", &EndRunError{Err: err} // a trip ends the run
+		}
 	}
 	if s := res.Suspension; s != nil {
 		if !onlyApprovals(s) {
