@@ -80,8 +80,8 @@ type RunInfo struct {
 	Principal string
 	Metadata  map[string]string
 	// Input is the new input the run starts with: the request's messages
-	// after its last assistant message (stateless or not), or the
-	// sub-agent's task.
+	// after its last assistant message (all of them when stateless: the
+	// client wrote the whole history), or the sub-agent's task.
 	Input []Message
 	// Stream is set when the client reads the run as a stream.
 	Stream bool

@@ -167,14 +167,15 @@ func (r *Runner) openStateless(req *Request, emit func(Event)) (*run, error) {
 	rn := r.newRun(req, emit, nil)
 	rn.transcript = req.Messages
 	rn.agent = req.Graph.Lead
-	// The new input is what follows the last assistant message, as in a
-	// session: a stateless client resends its history every turn, which
-	// the input guardrails judged when it was new (CONTRACT §7).
-	rn.info.Input = req.Messages[lastAssistant(req.Messages)+1:]
+	// Every message: a stateless client writes the whole history itself,
+	// assistant messages included, and all of it reaches the provider, so
+	// the input guardrails judge all of it (a text placed before a made-up
+	// assistant message would otherwise reach the model unjudged).
+	rn.info.Input = req.Messages
 	if err := rn.checkClientTools(); err != nil {
 		return nil, err
 	}
-	if err := rn.checkOwed(req.Messages, len(rn.info.Input)); err != nil {
+	if err := rn.checkOwed(req.Messages, len(req.Messages)-lastAssistant(req.Messages)-1); err != nil {
 		return nil, err
 	}
 	return rn, nil
