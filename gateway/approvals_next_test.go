@@ -268,3 +268,40 @@ func TestInlineDecisionSurvivesATrip(t *testing.T) {
 		}
 	})
 }
+
+// A request refused before its run records none of its decisions, and
+// can be sent again. One whose run failed after its decisions were
+// recorded (a 502) has them recorded, and the approved call's result kept
+// (it ran once): sending the decision again is 409, as deciding it again
+// always is (CONTRACT §6), and the session's next request, with no new
+// message, goes on from there.
+func TestInlineDecisionAfterARefusalAndAFailure(t *testing.T) {
+	stores(t, func(t *testing.T, storeURL string) {
+		gw, _, tools := gatedDesk(t, storeURL, askLookup(
+			fakeupstream.Reply{Status: http.StatusBadRequest, Text: "provider refuses"},
+			fakeupstream.Reply{Text: "Two charges of 42 USD."},
+		)...)
+		id := newSessionID(t)
+		a := paused(t, gw, gwtest.User("support", "my charges?"), acme(id), "lookup_charges", `{}`)
+		body := emptyTurn()
+		body["approvals"] = []any{map[string]any{"id": a.ID, "approve": true}}
+		refused := emptyTurn()
+		refused["approvals"] = body["approvals"]
+		refused["messages"] = []any{map[string]any{"role": "tool", "tool_call_id": "nope", "content": "x"}}
+		if r := gw.Chat(refused, acme(id)); r.Status != http.StatusBadRequest {
+			t.Fatalf("a refused request: %d %s", r.Status, r.Body)
+		}
+		if r := gw.Chat(body, acme(id)); r.Status != http.StatusBadGateway {
+			t.Fatalf("the provider's failure: %d %s", r.Status, r.Body)
+		}
+		if r := gw.Chat(body, acme(id)); r.Status != http.StatusConflict {
+			t.Fatalf("the same decision again: %d %s", r.Status, r.Body)
+		}
+		if c := completion(t, gw, emptyTurn(), acme(id)); c.Text() != "Two charges of 42 USD." {
+			t.Fatalf("the next request: %q", c.Text())
+		}
+		if n := len(tools.got("/charges")); n != 1 {
+			t.Errorf("the approved tool ran %d times, want once: the failed run's resumed turn was saved", n)
+		}
+	})
+}

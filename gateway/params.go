@@ -10,28 +10,14 @@ import (
 // The checks of a request's generation parameters that every
 // OpenAI-compatible provider makes alike, made before the run: left to the
 // provider, its 400 would come back as a 502, which OpenAI's SDKs retry.
-// Limits providers differ on (how many stop sequences, a top bound on
-// max_tokens, a max_tokens of 0: OpenAI refuses it, watsonx reads it as
-// the model's default, and openai-go's generated tests send it) are left
-// to them.
+// Limits providers differ on are left to them: how many stop sequences, a
+// bound on max_tokens (a max_tokens of 0: OpenAI refuses it, watsonx reads
+// it as the model's default, and openai-go's generated tests send it; a
+// negative one: Ollama reads -1 as no limit).
 
 // checkParams checks a chat request's parameters.
 func checkParams(p *runtime.Params) *Error {
-	if e := checkTokens(p.MaxTokens, "max_tokens"); e != nil {
-		return e
-	}
-	if e := checkTokens(p.MaxCompletionTokens, "max_completion_tokens"); e != nil {
-		return e
-	}
 	return checkFormat(p.ResponseFormat, "response_format", "json_schema")
-}
-
-// checkTokens refuses a negative token bound.
-func checkTokens(n *runtime.IntParam, param string) *Error {
-	if n != nil && *n < 0 {
-		return badRequest(param, "%s must not be negative, not %d", param, *n)
-	}
-	return nil
 }
 
 // checkFormat checks a response format, null or absent being none: an

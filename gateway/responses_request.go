@@ -83,9 +83,6 @@ func decodeResponsesRequest(body []byte) (*responsesRequest, *Error) {
 	if e := checkMetadata(req.Metadata); e != nil {
 		return nil, e
 	}
-	if e := checkTokens(req.MaxOutputTokens, "max_output_tokens"); e != nil {
-		return nil, e
-	}
 	if req.Text != nil {
 		if e := checkFormat(req.Text.Format, "text.format", ""); e != nil {
 			return nil, e

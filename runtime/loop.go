@@ -139,9 +139,23 @@ func agentBase(ctx context.Context, call *AgentCall) error {
 // resumeTurn finishes the turn a previous request suspended, if any; done
 // when the agent's part of the run is over.
 func (rn *run) resumeTurn(ctx context.Context, call *AgentCall) (done bool, err error) {
+	before := len(rn.transcript)
 	out, err := rn.resume(ctx)
 	if err != nil {
 		return true, err
+	}
+	if out.suspended == nil && len(rn.transcript) > before {
+		// The resumed turn ran calls (approved ones, a waiting handoff):
+		// a step of its own, saved before the next model call, so that a
+		// run that fails after it does not run them again when the
+		// request is retried (an approved refund issued twice).
+		holder := rn.agent
+		if out.handoff != nil {
+			holder = out.handoff.Target
+		}
+		if err := rn.save(ctx, holder, false); err != nil {
+			return true, err
+		}
 	}
 	if rn.held != nil {
 		rn.transcript = append(rn.transcript, rn.held...)

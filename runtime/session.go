@@ -85,18 +85,9 @@ func (r *Runner) openSession(ctx context.Context, req *Request, emit func(Event)
 		end()
 		return nil, nil, nil, err
 	}
+	var decided []Approval
 	if len(req.Approvals) > 0 {
-		// Recorded at once, as POST .../approvals/{id} records them: the
-		// decisions stand whatever becomes of the run (a guardrail that
-		// trips leaves the session as it was, a run that fails may save
-		// nothing), and deciding one again is 409.
-		w := Write{ActiveAgent: sess.ActiveAgent, Approvals: cloneApprovals(rn.approvals), SetApprovals: true}
-		v, err := r.opts.Store.Save(ctx, key, lease, w)
-		if err != nil {
-			end()
-			return nil, nil, nil, fmt.Errorf("save decisions: %w", err)
-		}
-		sv.version, rn.approvalsDirty = v, false
+		decided = cloneApprovals(rn.approvals)
 	}
 	rn.history = sess.Messages
 	rn.histScan = r.prompts.history(key, rn.history)
@@ -117,13 +108,28 @@ func (r *Runner) openSession(ctx context.Context, req *Request, emit func(Event)
 	switch paused := rn.openApprovals(); {
 	case paused && movesOn(input):
 		rn.moveOn(runCtx)
-	case !paused && len(input) == 0:
+	case !paused && len(input) == 0 && !unfinished(rn.history):
 		end()
 		return nil, nil, nil, fmt.Errorf("%w: a session request needs new input after its last assistant message", ErrInvalidRequest)
 	}
 	if err := rn.checkClientTools(); err != nil {
 		end()
 		return nil, nil, nil, err
+	}
+	if decided != nil {
+		// The request is not refused: its decisions are recorded now, as
+		// POST .../approvals/{id} records them, so that they stand
+		// whatever becomes of the run (a guardrail that trips leaves the
+		// session as it was, a run that fails may save nothing). Deciding
+		// one again is 409 (CONTRACT §6), a retry of the request too; the
+		// session's next request, without them, goes on (unfinished).
+		w := Write{ActiveAgent: sess.ActiveAgent, Approvals: decided, SetApprovals: true}
+		v, err := r.opts.Store.Save(ctx, key, lease, w)
+		if err != nil {
+			end()
+			return nil, nil, nil, fmt.Errorf("save decisions: %w", err)
+		}
+		sv.version = v
 	}
 	return rn, runCtx, end, nil
 }
@@ -354,4 +360,12 @@ func activeAgent(g *graphs.Graph, marker string) *graphs.Agent {
 		return a
 	}
 	return g.Lead
+}
+
+// unfinished reports whether a session's last saved step left its turn
+// for the model to go on from: its last message is a tool result (the run
+// failed after the step, CONTRACT §4.1: the next request resumes from it).
+// Such a session's next request may bring no new message.
+func unfinished(history []Message) bool {
+	return len(history) > 0 && history[len(history)-1].Role == RoleTool
 }
