@@ -263,3 +263,30 @@ func TestValidRequestsPass(t *testing.T) {
 	})
 	assertSystemFirst(t, fake)
 }
+
+// A client that sends a window of its history (the Agents SDK's session
+// limit) may cut it between a call and its result: results that open a
+// stateless request, before any user or assistant message, are let through
+// (the prompt drops them), on chat and on Responses.
+func TestHistoryWindowOpeningWithAResult(t *testing.T) {
+	fake := fakeupstream.New(t)
+	fake.SetStrict(true)
+	fake.SetFallback(func(fakeupstream.Request) fakeupstream.Reply { return fakeupstream.Reply{Text: "ok"} })
+	gw := gwtest.Start(t, deskYAML, map[string]string{"FAKE_URL": fake.URL, "TOOLS_URL": newToolServer(t).URL})
+	window := []map[string]any{{"role": "system", "content": "Be brief."},
+		{"role": "tool", "tool_call_id": "call_old", "content": `{"temp": 21}`},
+		{"role": "assistant", "content": "It is 21 degrees."}, {"role": "user", "content": "and tomorrow?"}}
+	if r := gw.Chat(map[string]any{"model": "support", "messages": window}, nil); r.Status != http.StatusOK {
+		t.Errorf("chat: %d %s", r.Status, r.Body)
+	}
+	items := []any{map[string]any{"type": "function_call_output", "call_id": "call_old", "output": `{"temp": 21}`},
+		map[string]any{"role": "assistant", "content": "It is 21 degrees."}, map[string]any{"role": "user", "content": "and tomorrow?"}}
+	if r := gw.Do(context.Background(), http.MethodPost, "/v1/responses", map[string]any{"model": "support", "input": items}, nil); r.Status != http.StatusOK {
+		t.Errorf("responses: %d %s", r.Status, r.Body)
+	}
+	// After a user message, a result that answers no call is still 400.
+	bad := append(window, map[string]any{"role": "tool", "tool_call_id": "call_zzz", "content": "x"})
+	if r := gw.Chat(map[string]any{"model": "support", "messages": bad}, nil); r.Status != http.StatusBadRequest {
+		t.Errorf("a stray result after the window's start: %d %s", r.Status, r.Body)
+	}
+}

@@ -330,17 +330,26 @@ func newInput(msgs []Message) []Message {
 // unseen, and a session would store it without its call while the run went
 // on with no new input. A session request checks its new input against the
 // session (from: where the input starts), a stateless one all its messages
-// (history nil, from 0).
+// (history nil, from 0). There, results that open the messages, before
+// any user or assistant message, are let through (the prompt drops them):
+// a client that sends a window of its history (the Agents SDK's session
+// limit) may cut it between a call and its result.
 func checkResults(history, msgs []Message, from int) error {
 	var calls []ToolCall
 	if ai := lastAssistant(history); ai >= 0 {
 		calls = history[ai].ToolCalls
 	}
+	window, loose := history == nil && from == 0, -1
 	for i := from; i < len(msgs); i++ {
 		m := &msgs[i]
 		switch {
 		case m.IsSystem():
+		case m.Role == RoleTool && window:
+			if loose < 0 {
+				loose = i
+			}
 		case m.Role != RoleTool:
+			window = false
 			// A user message moves on from the calls; an assistant
 			// message opens a turn of its own.
 			calls = m.ToolCalls
@@ -348,6 +357,11 @@ func checkResults(history, msgs []Message, from int) error {
 			return paramError(fmt.Sprintf("messages[%d].tool_call_id", i),
 				"messages[%d] is a tool result for %q, which answers no tool call of the assistant message before it", i, m.ToolCallID)
 		}
+	}
+	if window && loose >= 0 {
+		// Results and nothing else: no window of a conversation.
+		return paramError(fmt.Sprintf("messages[%d].tool_call_id", loose),
+			"messages[%d] is a tool result for %q, which answers no tool call of the assistant message before it", loose, msgs[loose].ToolCallID)
 	}
 	return nil
 }
