@@ -80,3 +80,12 @@ func TestConsolePage(t *testing.T) {
 		t.Errorf("GET /v1/models with the key: %d %s", r.Status, r.Body)
 	}
 }
+
+// The console's page answers with a slash too, as a person may type it.
+func TestConsoleWithASlash(t *testing.T) {
+	gw, _, _ := desk(t)
+	r := gw.Do(context.Background(), http.MethodGet, "/console/", nil, nil) // the client follows the redirect
+	if r.Status != http.StatusOK || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/html") {
+		t.Errorf("GET /console/: %d %q", r.Status, r.Header.Get("Content-Type"))
+	}
+}

@@ -125,6 +125,12 @@ func New(opts Options) *Server {
 	e.POST("/mcp", s.track, s.auth, s.rateLimit, s.admitRun, s.serveMCP)
 	s.routeConsole(e)
 	e.NoRoute(func(c *gin.Context) {
+		if c.Request.URL.Path == "/console/" && c.Request.Method == http.MethodGet {
+			// The console's page with a slash, as a person types it (the
+			// API's paths get no such redirect: RedirectTrailingSlash).
+			c.Redirect(http.StatusMovedPermanently, "/console")
+			return
+		}
 		// Every /v1/... route needs a key, even one that does not exist:
 		// without one, nothing is told about the API.
 		if strings.HasPrefix(c.Request.URL.Path, "/v1/") {
