@@ -134,3 +134,20 @@ func TestResponsesFailedStream(t *testing.T) {
 		}
 	})
 }
+
+// The usage of response.failed counts a failed sub-agent's model calls
+// that answered, as a completed response's counts every call of the run.
+func TestResponsesFailedStreamCountsTheSubagent(t *testing.T) {
+	u := &fakeupstream.Usage{PromptTokens: 10, CompletionTokens: 5}
+	fake := fakeupstream.New(t,
+		fakeupstream.Reply{Text: "Asking.", ToolCalls: []fakeupstream.ToolCall{toolCall("a1", "ask_researcher", `{"task":"x"}`)}, Usage: u},
+		fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("l1", "lookup_charges", `{}`)}, Usage: u},
+		fakeupstream.Reply{Status: http.StatusBadRequest, Text: "refused"},
+	)
+	fake.SetStrict(true)
+	gw := gwtest.Start(t, gatedResearchYAML("", ""), map[string]string{"FAKE_URL": fake.URL, "TOOLS_URL": newToolServer(t).URL})
+	_, r := stream(t, gw, map[string]any{"model": "research", "input": "go", "store": false}, nil)
+	if r.Status != "failed" || r.Usage.TotalTokens != 30 {
+		t.Errorf("status %s, usage %+v: want the lead's and the researcher's calls, 15 each", r.Status, r.Usage)
+	}
+}

@@ -218,7 +218,8 @@ func (r *Runner) RunAgent(ctx context.Context, req *AgentRequest, emit func(Even
 	rn.transcript = req.Messages
 	rn.agent = req.Agent
 	rn.info.Agent, rn.info.Input = req.Agent, req.Messages
-	return rn.start(ctx)
+	res, err := rn.start(ctx)
+	return res, rn.failed(err) // with the usage of its calls that answered
 }
 
 // newRun prepares a run's state; the caller sets its transcript and agent.

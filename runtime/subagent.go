@@ -77,6 +77,9 @@ func (SubagentRunner) Run(ctx context.Context, call *ToolInvocation) (string, er
 	if res != nil {
 		rn.addUsage(res.Usage)
 	}
+	if re := (*RunError)(nil); errors.As(err, &re) {
+		rn.addUsage(re.Usage) // its calls that answered before it failed
+	}
 	if err != nil {
 		// What ends a sub-agent's run (max_steps, the budget, a provider
 		// that failed, the client gone) ends the caller's.
