@@ -361,3 +361,23 @@ func TestSubagentStreamPassesOutputGuardrails(t *testing.T) {
 		}
 	})
 }
+
+// The output guardrails judge each model turn of a sub-agent as a text of
+// its own, as they judge each of the lead's: a pattern is not matched
+// across two turns (twelve digits, a tool call, then four more are no card
+// number).
+func TestSubagentTurnsJudgedApart(t *testing.T) {
+	graphExtra := "    output_guardrails: [no_cards]\nguardrails:\n  no_cards:\n    regex: '\\b(?:\\d[ -]?){13,16}\\b'\n"
+	fake := fakeupstream.New(t,
+		fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("a1", "ask_researcher", `{"task":"count"}`)}},
+		fakeupstream.Reply{StreamChunks: []string{"1111 2222 3333"}, ToolCalls: []fakeupstream.ToolCall{toolCall("l1", "lookup_charges", `{}`)}},
+		fakeupstream.Reply{StreamChunks: []string{"4444"}},
+		fakeupstream.Reply{StreamChunks: []string{"Counted."}},
+	)
+	fake.SetStrict(true)
+	gw := gwtest.Start(t, gatedResearchYAML("", graphExtra), map[string]string{"FAKE_URL": fake.URL, "TOOLS_URL": newToolServer(t).URL})
+	text, finish, _, raw := streamChat(t, gw, gwtest.User("research", "count"))
+	if finish != "stop" || text != "Counted." {
+		t.Errorf("finish %q, text %q: two turns were judged as one text\n%s", finish, text, raw)
+	}
+}

@@ -36,9 +36,10 @@ type Event struct {
 	ToolCallID string
 	// Subagent names the sub-agent of an EventSubagent* event.
 	Subagent string
-	// Step is the number of the model call an EventDelta's text comes from
-	// (ModelCall.Step): a renderer that shows each model turn's text as a
-	// message of its own tells one turn's text from the next by it.
+	// Step is the number of the model call an EventDelta's (or an
+	// EventSubagentDelta's) text comes from (ModelCall.Step): a renderer
+	// that shows each model turn's text as a message of its own tells one
+	// turn's text from the next by it.
 	Step int
 }
 

@@ -180,16 +180,19 @@ func (s *promptScan) closeOpen(srcs *[2][]Message) {
 func (s *promptScan) prompt(instructions string, srcs *[2][]Message) Prompt {
 	var sys strings.Builder
 	sys.WriteString(instructions)
-	var last map[string]int // with several: where each text comes last
+	var last map[string]int // with several: where each client text comes last
 	if len(s.sys) > 1 {
 		last = make(map[string]int, len(s.sys))
 		for j, r := range s.sys {
-			last[srcs[r.src][r.i].Content] = j
+			if k, ok := foldKey(&srcs[r.src][r.i]); ok {
+				last[k] = j
+			}
 		}
 	}
 	for j, r := range s.sys {
-		text := srcs[r.src][r.i].Content
-		if last != nil && last[text] != j {
+		m := &srcs[r.src][r.i]
+		text := m.Content
+		if k, ok := foldKey(m); ok && last != nil && last[k] != j {
 			// The same context sent again (an agent SDK sends its
 			// instructions with every turn): said once, where it was
 			// said last, or a long session's prompt would repeat it
@@ -214,6 +217,16 @@ func (s *promptScan) prompt(instructions string, srcs *[2][]Message) Prompt {
 		out = append(out, srcs[p.src][p.lo:p.hi:p.hi])
 	}
 	return out
+}
+
+// foldKey is what tells a client's system or developer message from
+// another it repeats (its role, name and text); not ok for a routing note,
+// each of which stays (the same handoff twice is two notes).
+func foldKey(m *Message) (string, bool) {
+	if m.Handoff != nil {
+		return "", false
+	}
+	return m.Role + "\x00" + m.Name + "\x00" + m.Content, true
 }
 
 // providerMessages builds a call's messages from history followed by

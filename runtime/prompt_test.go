@@ -213,3 +213,25 @@ func TestPromptCacheForget(t *testing.T) {
 		t.Errorf("other session: %d messages read from the cache, want %d", n, len(history))
 	}
 }
+
+// A client system or developer text the transcript holds more than once
+// (an agent SDK's instructions, sent every turn) is said once, where it was
+// said last; routing notes each stay, the same handoff twice too, and
+// texts of another role or name are not the same text.
+func TestRepeatedSystemTextsFoldOnce(t *testing.T) {
+	note := Message{Role: RoleSystem, Content: "[handoff] a -> b", Handoff: &Marker{From: "a", To: "b"}}
+	msgs := []Message{
+		{Role: RoleSystem, Content: "Use tools."},
+		{Role: RoleUser, Content: "one"},
+		note,
+		{Role: RoleDeveloper, Content: "Use tools."},
+		{Role: RoleSystem, Content: "Use tools."},
+		{Role: RoleUser, Content: "two"},
+		note,
+	}
+	got := providerMessages("You are b.", msgs, nil).Flat()[0].Content
+	want := "You are b.\n\n[handoff] a -> b\n\nUse tools.\n\nUse tools.\n\n[handoff] a -> b"
+	if got != want {
+		t.Errorf("system prompt\n%q\nwant\n%q", got, want)
+	}
+}

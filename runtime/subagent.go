@@ -52,7 +52,7 @@ func (SubagentRunner) Run(ctx context.Context, call *ToolInvocation) (string, er
 	emit := func(ev Event) {
 		switch {
 		case ev.Kind == EventDelta && ev.Agent == name && ev.Text != "":
-			out(Event{Kind: EventSubagentDelta, Agent: caller, Subagent: name, ToolCallID: id, Text: ev.Text})
+			out(Event{Kind: EventSubagentDelta, Agent: caller, Subagent: name, ToolCallID: id, Text: ev.Text, Step: ev.Step})
 		case ev.Kind == EventSubagentStart, ev.Kind == EventSubagentDelta, ev.Kind == EventSubagentDone:
 			out(ev) // a sub-agent of the sub-agent: reported as its caller's
 		}

@@ -32,6 +32,10 @@ type subagentHolder struct {
 	mu   sync.Mutex
 	held []Event
 	text strings.Builder
+	// from is the sub-agent call and model call the text's last delta
+	// came from: the texts of two are parted by a blank line, so that a
+	// check never reads one text made of two (a pattern across them).
+	from Event
 }
 
 // holdFor returns the holder of a sub-agent call of the request's run
@@ -54,6 +58,10 @@ func (h *subagentHolder) emit(ev Event) {
 	defer h.mu.Unlock()
 	h.held = append(h.held, ev)
 	if ev.Kind == EventSubagentDelta {
+		if h.text.Len() > 0 && (ev.ToolCallID != h.from.ToolCallID || ev.Subagent != h.from.Subagent || ev.Step != h.from.Step) {
+			h.text.WriteString("\n\n")
+		}
+		h.from = Event{ToolCallID: ev.ToolCallID, Subagent: ev.Subagent, Step: ev.Step}
 		h.text.WriteString(ev.Text)
 	}
 }
