@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"strings"
 
 	"github.com/gin-gonic/gin"
 
@@ -27,15 +26,6 @@ func pendingApprovals(res *runtime.Result) []runtime.Approval {
 		}
 	}
 	return out
-}
-
-// approvalText is the paused reply's content: one line per approval.
-func approvalText(aps []runtime.Approval) string {
-	lines := make([]string, len(aps))
-	for i, a := range aps {
-		lines[i] = "Approval required: " + a.Tool + " " + string(a.Arguments)
-	}
-	return strings.Join(lines, "\n")
 }
 
 // approvalsJSON is the approvals as one JSON array, the value of a paused

@@ -305,3 +305,29 @@ func TestInlineDecisionAfterARefusalAndAFailure(t *testing.T) {
 		}
 	})
 }
+
+// A pause shows the client each pending call's tool and arguments, which
+// the model wrote: the output guardrails check that text before the pause
+// is saved, and a trip ends the run with content_filter, nothing paused.
+func TestPauseTextPassesOutputGuardrails(t *testing.T) {
+	stores(t, func(t *testing.T, storeURL string) {
+		fake := fakeupstream.New(t,
+			fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("c1", "transfer_to_billing", `{}`)}},
+			fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("l1", "lookup_charges", `{"card":"4111 1111 1111 1111"}`)}},
+		)
+		fake.SetStrict(true)
+		tools := newToolServer(t)
+		yaml := strings.Replace(gatedYAML(storeURL), "    permissions:\n      - {tool: escalate_refund, action: ask}\n",
+			"    output_guardrails: [no_cards]\n    permissions:\n      - {tool: escalate_refund, action: ask}\n", 1) +
+			"guardrails:\n  no_cards:\n    regex: '\\b(?:\\d[ -]?){13,16}\\b'\n"
+		gw := gwtest.Start(t, yaml, map[string]string{"FAKE_URL": fake.URL, "TOOLS_URL": tools.URL})
+		id := newSessionID(t)
+		r := gw.Chat(gwtest.User("support", "my charges?"), acme(id))
+		if r.Status != http.StatusOK || strings.Contains(string(r.Body), "4111") || !strings.Contains(string(r.Body), `"finish_reason":"content_filter"`) {
+			t.Fatalf("%d %s", r.Status, r.Body)
+		}
+		if resp, s := getSessionAs(t, gw, id, acme(id)); resp.Status == http.StatusOK && len(s.PendingApprovals) != 0 {
+			t.Errorf("the tripped pause was saved: %+v", s.PendingApprovals)
+		}
+	})
+}

@@ -165,7 +165,7 @@ func (r *chatJSON) result(res *runtime.Result) *Error {
 	if aps := pendingApprovals(res); aps != nil {
 		meta.Approvals = aps
 		if res.FinishReason != "tool_calls" {
-			meta.Event, msg.Content = runtime.SuspendApproval, approvalText(aps)
+			meta.Event, msg.Content = runtime.SuspendApproval, runtime.ApprovalText(aps)
 		}
 	}
 	r.c.JSON(http.StatusOK, completion{

@@ -248,7 +248,7 @@ func (s *Server) runGraphTool(ctx context.Context, g *graphs.Graph, in mcpInput)
 	out := mcpOutput{AgentName: r.res.Agent, SessionID: in.SessionID}
 	text := r.res.Message.Content
 	if aps := pendingApprovals(r.res); len(aps) > 0 {
-		text, out.Event, out.Approvals = approvalText(aps), runtime.SuspendApproval, mcpApprovals(aps)
+		text, out.Event, out.Approvals = runtime.ApprovalText(aps), runtime.SuspendApproval, mcpApprovals(aps)
 	}
 	if r.res.Halt != nil {
 		mcpHalt(r.res.Halt, &out)

@@ -256,7 +256,7 @@ func (r *responseRender) finish(res *runtime.Result, metadata map[string]string)
 	if paused {
 		// The pause is a message item of its own, as the chat reply's
 		// content: one line per approval (docs/permissions.md).
-		r.text(approvalText(aps))
+		r.text(runtime.ApprovalText(aps))
 		r.closeMessage()
 	}
 	if res.FinishReason == "tool_calls" {

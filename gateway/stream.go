@@ -153,7 +153,7 @@ func (w *sse) result(res *runtime.Result) *Error {
 		if res.FinishReason != "tool_calls" {
 			// The approval text is one chunk of its own, with the
 			// approvals; the finish chunk follows.
-			text := approvalText(aps)
+			text := runtime.ApprovalText(aps)
 			d := chunkDelta{Content: &text}
 			if !w.sentRole {
 				d.Role, w.sentRole = "assistant", true

@@ -107,6 +107,7 @@ func (ic *Interceptor) InterceptRun(next runtime.RunFunc) runtime.RunFunc {
 		run.SaveAtEnd()
 		run.SetValue(stateKey{}, &runState{input: InputText(run.Input), checked: map[string]bool{}})
 		run.SetSubagentCheck(ic.checkSubagent)
+		run.SetPauseCheck(ic.checkPause)
 		return next(ctx, run)
 	}
 }
@@ -206,6 +207,17 @@ func (ic *Interceptor) checkSubagent(ctx context.Context, call *runtime.ToolInvo
 		return nil
 	}
 	return ic.start(ctx, call.Run, call.Agent, StageOutput, text, output).wait(ctx)
+}
+
+// checkPause judges the text a paused run shows the client, its pending
+// calls' tools and arguments (runtime.PauseCheck), with the output
+// guardrails of the graph and of the agent that paused.
+func (ic *Interceptor) checkPause(ctx context.Context, run *runtime.RunInfo, agent *graphs.Agent, text string) error {
+	output := outputGuardrails(run.Graph, agent)
+	if len(output) == 0 {
+		return nil
+	}
+	return ic.start(ctx, run, agent, StageOutput, text, output).wait(ctx)
 }
 
 // outputGuardrails are the graph's then the agent's output guardrails.

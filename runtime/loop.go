@@ -222,6 +222,11 @@ func (ri *RunInfo) Steps() int { return int(ri.shared.steps.Load()) }
 // finish saves the last step, giving the session's lock back in the same
 // round trip, and records the result.
 func (rn *run) finish(ctx context.Context, msg Message, reason string, s *Suspension) error {
+	if s != nil {
+		if err := rn.checkPause(ctx, s); err != nil {
+			return err
+		}
+	}
 	if err := rn.save(ctx, rn.agent, true); err != nil {
 		return err
 	}
