@@ -29,11 +29,10 @@ func (r *respBody) messages() []string {
 	return out
 }
 
-// Each model turn that says something is a message item of its own in a
-// stream: what billing says before it calls a server tool is not glued to
-// what it says after. The stored response is the streamed one. A reply
-// that is not streamed holds the last turn's text only, all the run's
-// result tells.
+// Each model turn that says something is a message item of its own: what
+// billing says before it calls a server tool is not glued to what it says
+// after. The stored response is the streamed one, and a reply that is not
+// streamed has the same items.
 func TestResponsesStreamMessagePerTurn(t *testing.T) {
 	turns := func() []fakeupstream.Reply {
 		return []fakeupstream.Reply{
@@ -72,8 +71,8 @@ func TestResponsesStreamMessagePerTurn(t *testing.T) {
 		if got.Status != http.StatusOK || !cmp.Equal(stored.messages(), want) {
 			t.Errorf("stored: %d %s", got.Status, got.Body)
 		}
-		if r := create(t, gw, input("charged twice"), nil); !cmp.Equal(r.messages(), want[1:]) {
-			t.Errorf("not streamed: %v", r.messages())
+		if r := create(t, gw, input("charged twice"), nil); !cmp.Equal(r.messages(), want) {
+			t.Errorf("not streamed, the same items: %v", r.messages())
 		}
 	})
 }

@@ -185,6 +185,14 @@ func (rn *run) nextStep() (int, error) {
 func (rn *run) afterModel(ctx context.Context, call *AgentCall, resp *ChatResponse) (done bool, err error) {
 	rn.allowedCalls(resp)
 	msg := resp.Message
+	if !rn.streamed && msg.Content != "" {
+		// Not streamed (a request that is not, or a provider that answered
+		// in one piece): the turn's text reaches the renderers whole, once
+		// the call's checks passed, as a stream's deltas would, so that a
+		// renderer shows each model turn's text alike either way (the
+		// Responses API: a message item per turn).
+		rn.emit(Event{Kind: EventDelta, Agent: rn.agent.Name, Text: msg.Content, Step: rn.model.Step})
+	}
 	msg.Role = RoleAssistant
 	msg.Handoff = nil
 	fillCallIDs(msg.ToolCalls)
