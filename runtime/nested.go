@@ -108,10 +108,31 @@ func (rn *run) nestFrames() []NestFrame {
 func (rn *run) pausedSubrun(callID string) []Message {
 	rn.apprMu.Lock()
 	defer rn.apprMu.Unlock()
+	if f := rn.pausedFrame(callID); f != nil {
+		return slices.Clone(f.Transcript)
+	}
+	return nil
+}
+
+// pausedAt reports whether the sub-agent of this run's call callID paused
+// inside (pausedSubrun, without copying its transcript). Not inlined, as
+// pausedSubrun.
+//
+//go:noinline
+func (rn *run) pausedAt(callID string) bool {
+	rn.apprMu.Lock()
+	defer rn.apprMu.Unlock()
+	return rn.pausedFrame(callID) != nil
+}
+
+// pausedFrame is the frame of an open approval asked inside the sub-agent
+// of this run's call callID, once that sub-agent paused; the caller holds
+// apprMu.
+func (rn *run) pausedFrame(callID string) *NestFrame {
 	for i := range rn.approvals {
 		a := &rn.approvals[i]
 		if !a.Used && a.below(rn.nest, callID) && a.Nest[len(rn.nest)].Transcript != nil {
-			return slices.Clone(a.Nest[len(rn.nest)].Transcript)
+			return &a.Nest[len(rn.nest)]
 		}
 	}
 	return nil
@@ -191,7 +212,7 @@ func (rn *run) gatedCall(callID string) bool {
 	rn.apprMu.Lock()
 	a := rn.approvalFor(callID)
 	rn.apprMu.Unlock()
-	return a != nil || rn.pausedSubrun(callID) != nil
+	return a != nil || rn.pausedAt(callID)
 }
 
 // dropNested ends the approvals asked for inside the sub-agent of the

@@ -2,6 +2,9 @@ package runtime
 
 import "strings"
 
+// isToolResult reports whether m is a tool message.
+func isToolResult(m Message) bool { return m.Role == RoleTool }
+
 // checkOwed refuses a request that answers some of the client's calls of
 // the last assistant message but not all (CONTRACT §3.2: the client sends
 // the tool results, and the run goes on). OpenAI refuses such a request

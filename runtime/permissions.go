@@ -87,7 +87,7 @@ func (g permissionGate) InterceptTool(next ToolFunc) ToolFunc {
 				return ToolResult{Suspend: SuspendApproval, Data: held}, nil
 			}
 		}
-		if inv.Tool != nil && inv.Tool.Agent != nil && rn.pausedSubrun(inv.Call.ID) != nil {
+		if inv.Tool != nil && inv.Tool.Agent != nil && rn.pausedAt(inv.Call.ID) {
 			// A sub-agent call that the gate let through, paused inside:
 			// it goes on, and is not decided again.
 			return next(ctx, inv)

@@ -99,7 +99,7 @@ func (r *Runner) openSession(ctx context.Context, req *Request, emit func(Event)
 		end()
 		return nil, nil, nil, err
 	}
-	if hi := lastAssistant(rn.history); hi >= 0 {
+	if hi := lastAssistant(rn.history); hi >= 0 && slices.ContainsFunc(input, isToolResult) {
 		if err := rn.checkOwed(append(slices.Clip(rn.history[hi:]), input...), len(input)); err != nil {
 			end()
 			return nil, nil, nil, err
