@@ -246,12 +246,7 @@ func TestInlineDecisionSurvivesATrip(t *testing.T) {
 		fake := fakeupstream.New(t, askLookup(
 			fakeupstream.Reply{Text: "Your card is 4111 1111 1111 1111."},
 		)...)
-		fake.SetStrict(true)
-		tools := newToolServer(t)
-		yaml := strings.Replace(gatedYAML(storeURL), "    permissions:\n      - {tool: escalate_refund, action: ask}\n",
-			"    output_guardrails: [no_cards]\n    permissions:\n      - {tool: escalate_refund, action: ask}\n", 1) +
-			"guardrails:\n  no_cards:\n    regex: '\\b(?:\\d[ -]?){13,16}\\b'\n"
-		gw := gwtest.Start(t, yaml, map[string]string{"FAKE_URL": fake.URL, "TOOLS_URL": tools.URL})
+		gw := guardedGatedDesk(t, storeURL, fake)
 		id := newSessionID(t)
 		a := paused(t, gw, gwtest.User("support", "why two charges?"), acme(id), "lookup_charges", `{}`)
 		body := emptyTurn()
@@ -315,12 +310,7 @@ func TestPauseTextPassesOutputGuardrails(t *testing.T) {
 			fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("c1", "transfer_to_billing", `{}`)}},
 			fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("l1", "lookup_charges", `{"card":"4111 1111 1111 1111"}`)}},
 		)
-		fake.SetStrict(true)
-		tools := newToolServer(t)
-		yaml := strings.Replace(gatedYAML(storeURL), "    permissions:\n      - {tool: escalate_refund, action: ask}\n",
-			"    output_guardrails: [no_cards]\n    permissions:\n      - {tool: escalate_refund, action: ask}\n", 1) +
-			"guardrails:\n  no_cards:\n    regex: '\\b(?:\\d[ -]?){13,16}\\b'\n"
-		gw := gwtest.Start(t, yaml, map[string]string{"FAKE_URL": fake.URL, "TOOLS_URL": tools.URL})
+		gw := guardedGatedDesk(t, storeURL, fake)
 		id := newSessionID(t)
 		r := gw.Chat(gwtest.User("support", "my charges?"), acme(id))
 		if r.Status != http.StatusOK || strings.Contains(string(r.Body), "4111") || !strings.Contains(string(r.Body), `"finish_reason":"content_filter"`) {
@@ -330,4 +320,18 @@ func TestPauseTextPassesOutputGuardrails(t *testing.T) {
 			t.Errorf("the tripped pause was saved: %+v", s.PendingApprovals)
 		}
 	})
+}
+
+// noCards is a guardrail that trips on a card number, to append to a
+// config; the graph or agent names it in output_guardrails.
+const noCards = "guardrails:\n  no_cards:\n    regex: '\\b(?:\\d[ -]?){13,16}\\b'\n    message: I can't share card numbers.\n"
+
+// guardedGatedDesk is the gated desk whose graph has no_cards as output
+// guardrail, on a store, answered by fake (strict).
+func guardedGatedDesk(t *testing.T, storeURL string, fake *fakeupstream.Server) *gwtest.Gateway {
+	t.Helper()
+	fake.SetStrict(true)
+	yaml := strings.Replace(gatedYAML(storeURL), "    permissions:\n      - {tool: escalate_refund, action: ask}\n",
+		"    output_guardrails: [no_cards]\n    permissions:\n      - {tool: escalate_refund, action: ask}\n", 1) + noCards
+	return gwtest.Start(t, yaml, map[string]string{"FAKE_URL": fake.URL, "TOOLS_URL": newToolServer(t).URL})
 }

@@ -317,7 +317,7 @@ func TestSubagentResponses(t *testing.T) {
 // the sub-agent answered and its text passed, then sent in order; a trip
 // sends none of them and ends the run with content_filter.
 func TestSubagentStreamPassesOutputGuardrails(t *testing.T) {
-	extra := "    output_guardrails: [no_cards]\nguardrails:\n  no_cards:\n    regex: '\\b(?:\\d[ -]?){13,16}\\b'\n    message: I can't share card numbers.\n"
+	extra := "    output_guardrails: [no_cards]\n" + noCards
 	t.Run("tripped", func(t *testing.T) {
 		gw, _ := research(t, extra,
 			fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("c1", "ask_researcher", `{"task":"find the card"}`)}},
@@ -367,7 +367,7 @@ func TestSubagentStreamPassesOutputGuardrails(t *testing.T) {
 // across two turns (twelve digits, a tool call, then four more are no card
 // number).
 func TestSubagentTurnsJudgedApart(t *testing.T) {
-	graphExtra := "    output_guardrails: [no_cards]\nguardrails:\n  no_cards:\n    regex: '\\b(?:\\d[ -]?){13,16}\\b'\n"
+	graphExtra := "    output_guardrails: [no_cards]\n" + noCards
 	fake := fakeupstream.New(t,
 		fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("a1", "ask_researcher", `{"task":"count"}`)}},
 		fakeupstream.Reply{StreamChunks: []string{"1111 2222 3333"}, ToolCalls: []fakeupstream.ToolCall{toolCall("l1", "lookup_charges", `{}`)}},
