@@ -333,3 +333,18 @@ test('a client that aborts mid-stream cancels the upstream call and frees the se
     `a half-finished answer was kept: ${JSON.stringify(after.body.messages)}`,
   );
 });
+
+test('requests the gateway refuses before any model call are BadRequestError naming the field', async () => {
+  const oa = client();
+  const cases = [
+    [{ ...user('hi'), tools: [{ type: 'function', function: { name: 'bad name!', parameters: { type: 'object' } } }] }, 'tools[0].function.name'],
+    [{ ...user('hi'), response_format: { type: 'yaml' } }, 'response_format.type'],
+    [{ ...user('hi'), metadata: { customer: { id: 1 } } }, 'metadata.customer'],
+    [{ model: 'support', messages: [{ role: 'user', content: null }] }, 'messages[0].content'],
+  ];
+  for (const [body, param] of cases) {
+    await assert.rejects(oa.chat.completions.create(body), (err) => err instanceof OpenAI.BadRequestError && err.param === param,
+      `want BadRequestError with param ${param}`);
+  }
+  assert.equal((await fake.requests()).length, 0, 'a refused request reached the model');
+});

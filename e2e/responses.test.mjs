@@ -251,3 +251,37 @@ test('CompatCanary 0.2.2, modern profile (chat and Responses probes): every prob
   assert.equal(reqs.length, 6, `upstream got ${reqs.length} requests`);
   assert.equal(reqs[5].body.stream, true, 'responses.streaming did not stream from the provider');
 });
+
+test('each model turn that says something is a message item of its own, streamed or not', async () => {
+  const turns = () => fake.script(
+    handoff('h1'),
+    { text: 'Let me check.', tool_calls: [{ id: 'l1', name: 'lookup_charges', arguments: {} }] },
+    { text: 'You have two charges.' },
+  );
+  const messages = (r) => r.output.filter((i) => i.type === 'message').map((m) => m.content.map((p) => p.text).join(''));
+  const oa = client();
+  await turns();
+  const plain = await oa.responses.create({ model: 'support', input: 'charged twice' });
+  assert.deepEqual(messages(plain), ['Let me check.', 'You have two charges.']);
+  await turns();
+  const final = await oa.responses.stream({ model: 'support', input: 'charged twice' }).finalResponse();
+  assert.deepEqual(messages(final), ['Let me check.', 'You have two charges.']);
+  assert.equal(final.output_text, plain.output_text);
+});
+
+test('a function_call_output for some of the calls but not all is BadRequestError (param input), and the model is not asked', async () => {
+  await fake.script({ tool_calls: [
+    { id: 'w1', name: 'get_weather', arguments: { city: 'Oslo' } },
+    { id: 'w2', name: 'get_weather', arguments: { city: 'Rome' } },
+  ] });
+  const oa = client();
+  const r = await oa.responses.create({ model: 'support', input: 'weather twice', tools: [weatherTool] });
+  await assert.rejects(
+    oa.responses.create({
+      model: 'support', previous_response_id: r.id, tools: [weatherTool],
+      input: [{ type: 'function_call_output', call_id: 'w1', output: 'sunny' }],
+    }),
+    (err) => err instanceof OpenAI.BadRequestError && err.param === 'input' && /w2/.test(err.message),
+  );
+  assert.equal((await fake.requests()).length, 1);
+});
