@@ -169,6 +169,34 @@ test('include switchboard:handoffs: handoff items and switchboard:handoff events
   assert.equal(seen.at(-1).response.output[0].type, 'switchboard:handoff');
 });
 
+test('responses.inputItems.list: each response lists its own input, newest first, and the client pages through it', async () => {
+  await fake.script({ text: 'one' }, { text: 'two' });
+  const oa = client();
+  const r1 = await oa.responses.create({ model: 'support', input: 'hi' });
+  const r2 = await oa.responses.create({
+    model: 'support', previous_response_id: r1.id,
+    input: [
+      { role: 'developer', content: 'Be brief.' },
+      { role: 'user', content: 'first' },
+      { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'second' }] },
+    ],
+  });
+  const one = await oa.responses.inputItems.list(r1.id);
+  assert.equal(one.data.length, 1);
+  assert.equal(one.data[0].type, 'message');
+  assert.equal(one.data[0].role, 'user');
+  assert.deepEqual(one.data[0].content, [{ type: 'input_text', text: 'hi' }]);
+  const text = (it) => `${it.role}:${it.content[0].text}`;
+  const newest = await oa.responses.inputItems.list(r2.id);
+  assert.deepEqual(newest.data.map(text), ['user:second', 'user:first', 'developer:Be brief.']);
+  // One item a page: the client follows has_more with after = the last id.
+  const paged = [];
+  for await (const it of oa.responses.inputItems.list(r2.id, { limit: 1, order: 'asc' })) paged.push(text(it));
+  assert.deepEqual(paged, ['developer:Be brief.', 'user:first', 'user:second']);
+  await oa.responses.delete(r2.id);
+  await assert.rejects(oa.responses.inputItems.list(r2.id), (err) => err instanceof OpenAI.NotFoundError && err.code === 'response_not_found');
+});
+
 test('delete forgets a response (its session stays); unknown ids are NotFoundError response_not_found', async () => {
   await fake.script({ text: 'hello' });
   const oa = client();

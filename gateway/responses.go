@@ -334,7 +334,7 @@ func (call *responsesCall) store(resp *responseObject, sessionID string, at runt
 	if err != nil {
 		return fromRunError(fmt.Errorf("encode response: %w", err))
 	}
-	rec, err := json.Marshal(responseRecord{Session: sessionID, Point: at, Response: body})
+	rec, err := json.Marshal(responseRecord{Session: sessionID, Point: at, Response: body, Input: storedInputItems(call.req.Input)})
 	if err != nil {
 		return fromRunError(fmt.Errorf("encode response record: %w", err))
 	}

@@ -32,6 +32,9 @@ type responseRecord struct {
 	Session  string          `json:"session"`
 	Point    runtime.Point   `json:"point"`
 	Response json.RawMessage `json:"response"`
+	// Input is the request's input as GET .../input_items lists it
+	// (storedInputItems); records stored before it was kept have none.
+	Input []json.RawMessage `json:"input,omitempty"`
 }
 
 // codeResponseNotFound answers an unknown response id (docs/http-api.md).

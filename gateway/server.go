@@ -118,6 +118,7 @@ func New(opts Options) *Server {
 	v1.POST("/sessions/:id/approvals/:approvalId", s.decideApproval)
 	v1.POST("/responses", s.admitRun, s.createResponse)
 	v1.GET("/responses/:id", s.getResponse)
+	v1.GET("/responses/:id/input_items", s.listInputItems)
 	v1.DELETE("/responses/:id", s.deleteResponse)
 	v1.GET("/memory/:slot", s.getMemory)
 	v1.DELETE("/memory/:slot", s.deleteMemory)

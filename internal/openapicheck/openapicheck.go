@@ -35,10 +35,11 @@ const (
 	Model               Kind = "Model"
 	Response            Kind = "Response"
 	ResponseStreamEvent Kind = "ResponseStreamEvent"
+	ResponseItemList    Kind = "ResponseItemList" // GET /v1/responses/{id}/input_items
 )
 
 // kinds is every Kind Load compiles.
-var kinds = []Kind{ChatCompletion, ChatCompletionChunk, ErrorResponse, ModelList, Model, Response, ResponseStreamEvent}
+var kinds = []Kind{ChatCompletion, ChatCompletionChunk, ErrorResponse, ModelList, Model, Response, ResponseStreamEvent, ResponseItemList}
 
 // specFile is the description's place relative to the repository root.
 const specFile = "../shared/specs/openai-openapi.json"
@@ -242,6 +243,8 @@ func (c *Checker) CheckReply(method, path string, status int, contentType string
 		return 1, c.Validate(Model, body)
 	case method == "POST" && path == "/v1/responses" && strings.HasPrefix(contentType, "text/event-stream"):
 		return c.checkResponseStream(body)
+	case method == "GET" && strings.HasPrefix(path, "/v1/responses/") && strings.HasSuffix(path, "/input_items"):
+		return 1, c.Validate(ResponseItemList, body)
 	case method == "POST" && path == "/v1/responses",
 		method == "GET" && strings.HasPrefix(path, "/v1/responses/"):
 		return c.checkResponse(body)
