@@ -46,11 +46,13 @@ func consolePage(sessionHeader string) []byte {
 // /v1/models answers 401.
 func (s *Server) routeConsole(e *gin.Engine) {
 	page := consolePage(s.cfg.Server.SessionHeader)
-	e.GET("/console", func(c *gin.Context) {
+	pageHandler := func(c *gin.Context) {
 		consoleHeaders(c)
 		c.Data(http.StatusOK, "text/html; charset=utf-8", page)
-	})
-	e.GET("/console/:file", func(c *gin.Context) {
+	}
+	e.GET("/console", pageHandler)
+	e.HEAD("/console", pageHandler)
+	fileHandler := func(c *gin.Context) {
 		name := c.Param("file")
 		ctype, ok := consoleAssets[name]
 		if !ok {
@@ -64,7 +66,9 @@ func (s *Server) routeConsole(e *gin.Engine) {
 		}
 		consoleHeaders(c)
 		c.Data(http.StatusOK, ctype, body)
-	})
+	}
+	e.GET("/console/:file", fileHandler)
+	e.HEAD("/console/:file", fileHandler)
 }
 
 func consoleHeaders(c *gin.Context) {

@@ -176,10 +176,17 @@ func TestWrongMethodIs405(t *testing.T) {
 			t.Errorf("%s %s: code %q", tc.method, tc.path, code)
 		}
 	}
-	// The probes and /metrics answer HEAD as GET, without a body.
-	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
-		if r := gw.Do(context.Background(), http.MethodHead, path, nil, nil); r.Status != http.StatusOK || len(r.Body) != 0 {
-			t.Errorf("HEAD %s: %d %q", path, r.Status, r.Body)
+	// Every GET route answers HEAD as GET, without a body: the probes,
+	// /metrics, the API's reads and the console.
+	for _, path := range []string{"/healthz", "/readyz", "/metrics", "/v1/models", "/v1/models/chat", "/v1/sessions", "/console", "/console/console.js"} {
+		r := gw.Do(context.Background(), http.MethodHead, path, nil, nil)
+		if r.Status != http.StatusOK || len(r.Body) != 0 || r.Header.Get("Content-Type") == "" {
+			t.Errorf("HEAD %s: %d %q %q", path, r.Status, r.Header.Get("Content-Type"), r.Body)
+		}
+	}
+	for _, path := range []string{"/v1/models/nope", "/v1/sessions/nope", "/v1/responses/resp_0123", "/v1/responses/resp_0123/input_items"} {
+		if r := gw.Do(context.Background(), http.MethodHead, path, nil, nil); r.Status != http.StatusNotFound || len(r.Body) != 0 {
+			t.Errorf("HEAD %s: %d %q, want 404 without a body", path, r.Status, r.Body)
 		}
 	}
 	if r := gw.Do(context.Background(), http.MethodGet, "/v1/nope", nil, nil); r.Status != http.StatusNotFound {

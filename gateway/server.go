@@ -109,18 +109,24 @@ func New(opts Options) *Server {
 
 	v1 := e.Group("/v1", s.track, s.auth, s.rateLimit)
 	v1.POST("/chat/completions", s.admitRun, s.chatCompletions)
-	v1.GET("/models", s.listModels)
-	v1.GET("/models/*id", s.getModel) // a graph's name may hold a "/"
-	v1.GET("/graphs/*path", s.graphDiagram)
-	v1.GET("/sessions", s.listSessions)
-	v1.GET("/sessions/:id", s.getSession)
+	// Every GET route also answers HEAD, as HTTP asks of a server (RFC
+	// 9110, 9.1): the same handler, whose body net/http does not send.
+	get := func(path string, h gin.HandlerFunc) {
+		v1.GET(path, h)
+		v1.HEAD(path, h)
+	}
+	get("/models", s.listModels)
+	get("/models/*id", s.getModel) // a graph's name may hold a "/"
+	get("/graphs/*path", s.graphDiagram)
+	get("/sessions", s.listSessions)
+	get("/sessions/:id", s.getSession)
 	v1.DELETE("/sessions/:id", s.deleteSession)
 	v1.POST("/sessions/:id/approvals/:approvalId", s.decideApproval)
 	v1.POST("/responses", s.admitRun, s.createResponse)
-	v1.GET("/responses/:id", s.getResponse)
-	v1.GET("/responses/:id/input_items", s.listInputItems)
+	get("/responses/:id", s.getResponse)
+	get("/responses/:id/input_items", s.listInputItems)
 	v1.DELETE("/responses/:id", s.deleteResponse)
-	v1.GET("/memory/:slot", s.getMemory)
+	get("/memory/:slot", s.getMemory)
 	v1.DELETE("/memory/:slot", s.deleteMemory)
 	s.mcp = s.newMCPHandler()
 	e.POST("/mcp", s.track, s.auth, s.rateLimit, s.admitRun, s.serveMCP)

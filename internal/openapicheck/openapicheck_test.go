@@ -153,6 +153,7 @@ func TestCheckResponses(t *testing.T) {
 		{"response", "POST", "/v1/responses", "application/json", resp("completed", msg), 2, true},
 		{"input items", "GET", "/v1/responses/resp_1/input_items?order=asc", "application/json",
 			`{"object":"list","data":[{"type":"message","id":"msg_1","role":"user","status":"completed","content":[{"type":"input_text","text":"hi"}]}],"first_id":"msg_1","last_id":"msg_1","has_more":false}`, 1, true},
+		{"a HEAD reply", "HEAD", "/v1/sessions/nope", "application/json", "", 0, true},
 		{"input items without has_more", "GET", "/v1/responses/resp_1/input_items", "application/json", `{"object":"list","data":[],"first_id":"","last_id":""}`, 1, false},
 		{"response with a handoff item", "GET", "/v1/responses/resp_1", "application/json", resp("completed", handoff+","+msg), 2, true},
 		{"response without tools", "POST", "/v1/responses", "application/json", strings.Replace(resp("completed", msg), `"tools":[],`, "", 1), 1, false},
