@@ -181,7 +181,14 @@ func (r *chatJSON) result(res *runtime.Result) *Error {
 }
 
 // fail writes nothing: the failure is answered as an HTTP error.
-func (r *chatJSON) fail(*Error) bool { return false }
+// fail leaves the error to serveRun; a session request's error reply
+// names its session in the session header, as its answer would have.
+func (r *chatJSON) fail(*Error) bool {
+	if r.sessionID != "" {
+		r.c.Header(r.s.cfg.Server.SessionHeader, r.sessionID)
+	}
+	return false
+}
 
 // decodeError maps a failure to read the body.
 func decodeError(err error) *Error {

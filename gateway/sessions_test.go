@@ -288,6 +288,11 @@ func TestConcurrentRunsOnOneSession(t *testing.T) {
 		if second.Status != http.StatusConflict || second.ErrorCode(t) != "session_busy" {
 			t.Errorf("concurrent run: %d %s", second.Status, second.Body)
 		}
+		// An error reply of a session request names its session, as an
+		// answer does.
+		if got := second.Header.Get("X-Session-Id"); got != id {
+			t.Errorf("the 409's session header %q, want %q", got, id)
+		}
 		if r := <-first; r.Status != http.StatusOK {
 			t.Errorf("first run: %d %s", r.Status, r.Body)
 		}
