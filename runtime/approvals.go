@@ -248,7 +248,9 @@ func (rn *run) moveOn(ctx context.Context) {
 			default:
 				msg = cmp.Or(a.Reason, rejectedDefault)
 			}
-			rn.recordDecision(ctx, c.Function.Name, decision, SourceApprover)
+			// Counted once a save keeps it: a run that keeps nothing (an
+			// input guardrail that trips) leaves the approval pending.
+			rn.session.moved = append(rn.session.moved, movedDecision{tool: c.Function.Name, decision: decision})
 		} else if rn.classify(c).kind == callClient {
 			continue
 		} else {

@@ -153,7 +153,14 @@ type sessionSaver struct {
 	finishedBy    string
 	finishedAppr  []Approval
 	finishedDirty bool
+	// moved are the decisions a new user message made on the session's
+	// pending approvals (moveOn), counted by the first save, which keeps
+	// them.
+	moved []movedDecision
 }
+
+// movedDecision is a decision moveOn made, waiting to be counted.
+type movedDecision struct{ tool, decision string }
 
 // replaced records that an input filter rewrote the run's transcript: the
 // next save replaces the whole session with it.
@@ -195,6 +202,10 @@ func (sv *sessionSaver) save(ctx context.Context, rn *run, holder string, last b
 		return fmt.Errorf("save session: %w", err)
 	}
 	sv.version, sv.saved, sv.replace, sv.released = v, len(rn.transcript), false, last
+	for _, d := range sv.moved {
+		rn.recordDecision(ctx, d.tool, d.decision, SourceApprover)
+	}
+	sv.moved = nil
 	if w.SetApprovals {
 		rn.apprMu.Lock()
 		rn.approvalsDirty = false
