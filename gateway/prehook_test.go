@@ -569,3 +569,23 @@ func TestOnApprovalRequiredShutdown(t *testing.T) {
 		t.Error("the on_approval_required call was left running")
 	}
 }
+
+// A call rejected because the user sent a new message is a rejected/approver
+// event on the span of the agent whose step saved the rejection.
+func TestMovedOnDecisionSpan(t *testing.T) {
+	coll := newSpanCollector(t)
+	h := newHookServer(t, allowAll)
+	gw, _, _ := hookedDesk(t, "memory://", h, "telemetry:\n  otlp_endpoint: "+coll.url+"\n",
+		fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("c1", "transfer_to_billing", `{}`)}},
+		fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("l1", "lookup_charges", `{}`)}},
+		fakeupstream.Reply{Text: "Fine."},
+	)
+	id := newSessionID(t)
+	paused(t, gw, gwtest.User("support", "charges"), acme(id), "lookup_charges", `{}`)
+	completion(t, gw, gwtest.User("support", "never mind"), acme(id))
+	gw.Close() // flush spans
+	got := strings.Join(coll.decisions(), "\n")
+	if !strings.Contains(got, "invoke_agent billing: rejected/approver") {
+		t.Errorf("no rejected/approver event on billing's agent span among\n%s", got)
+	}
+}
