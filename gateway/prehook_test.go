@@ -571,7 +571,8 @@ func TestOnApprovalRequiredShutdown(t *testing.T) {
 }
 
 // A call rejected because the user sent a new message is a rejected/approver
-// event on the span of the agent whose step saved the rejection.
+// event on the request's span (its own span ended with the pause), counted
+// once the run saved the rejection.
 func TestMovedOnDecisionSpan(t *testing.T) {
 	coll := newSpanCollector(t)
 	h := newHookServer(t, allowAll)
@@ -585,7 +586,7 @@ func TestMovedOnDecisionSpan(t *testing.T) {
 	completion(t, gw, gwtest.User("support", "never mind"), acme(id))
 	gw.Close() // flush spans
 	got := strings.Join(coll.decisions(), "\n")
-	if !strings.Contains(got, "invoke_agent billing: rejected/approver") {
-		t.Errorf("no rejected/approver event on billing's agent span among\n%s", got)
+	if !strings.Contains(got, "POST /v1/chat/completions: rejected/approver") {
+		t.Errorf("no rejected/approver event on the request's span among\n%s", got)
 	}
 }

@@ -250,7 +250,7 @@ func (rn *run) moveOn(ctx context.Context) {
 			}
 			// Counted once a save keeps it: a run that keeps nothing (an
 			// input guardrail that trips) leaves the approval pending.
-			rn.session.moved = append(rn.session.moved, movedDecision{tool: c.Function.Name, decision: decision})
+			rn.session.deferDecision(ctx, c.Function.Name, decision)
 		} else if rn.classify(c).kind == callClient {
 			continue
 		} else {

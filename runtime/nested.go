@@ -217,9 +217,9 @@ func (rn *run) gatedCall(callID string) bool {
 
 // dropNested ends the approvals asked for inside the sub-agent of the
 // paused call callID when the user sends a new message instead (moveOn):
-// the sub-agent does not go on, so each approval is counted as it stands,
-// one still pending rejected with the new-message reason. moveOn marks
-// them used.
+// the sub-agent does not go on, so each approval is counted as it stands
+// (once a save keeps it, as moveOn's own), one still pending rejected with
+// the new-message reason. moveOn marks them used.
 func (rn *run) dropNested(ctx context.Context, callID string) {
 	now := time.Now()
 	for i := range rn.approvals {
@@ -241,6 +241,6 @@ func (rn *run) dropNested(ctx context.Context, callID string) {
 		// run's own approvals, and a later call of the same id would
 		// find it (approvalFor).
 		a.Used, a.Nest = true, nil
-		rn.recordDecision(ctx, a.Tool, decision, SourceApprover)
+		rn.session.deferDecision(ctx, a.Tool, decision)
 	}
 }

@@ -155,12 +155,21 @@ type sessionSaver struct {
 	finishedDirty bool
 	// moved are the decisions a new user message made on the session's
 	// pending approvals (moveOn), counted by the first save, which keeps
-	// them.
-	moved []movedDecision
+	// them, on movedCtx's span: the request's, where moveOn ran.
+	moved    []movedDecision
+	movedCtx context.Context
 }
 
 // movedDecision is a decision moveOn made, waiting to be counted.
 type movedDecision struct{ tool, decision string }
+
+// deferDecision keeps a decision of moveOn's for the save that stores it:
+// a run that keeps nothing (an input guardrail that trips) leaves the
+// approval pending, and counts nothing.
+func (sv *sessionSaver) deferDecision(ctx context.Context, tool, decision string) {
+	sv.moved = append(sv.moved, movedDecision{tool: tool, decision: decision})
+	sv.movedCtx = ctx
+}
 
 // replaced records that an input filter rewrote the run's transcript: the
 // next save replaces the whole session with it.
@@ -203,9 +212,9 @@ func (sv *sessionSaver) save(ctx context.Context, rn *run, holder string, last b
 	}
 	sv.version, sv.saved, sv.replace, sv.released = v, len(rn.transcript), false, last
 	for _, d := range sv.moved {
-		rn.recordDecision(ctx, d.tool, d.decision, SourceApprover)
+		rn.recordDecision(sv.movedCtx, d.tool, d.decision, SourceApprover)
 	}
-	sv.moved = nil
+	sv.moved, sv.movedCtx = nil, nil
 	if w.SetApprovals {
 		rn.apprMu.Lock()
 		rn.approvalsDirty = false
