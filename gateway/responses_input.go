@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -19,7 +20,8 @@ import (
 // storedInputItems turns a request's input, already checked by
 // decodeInput, into the items input_items lists: a string is one user
 // message; a message's string content becomes one text part (input_text,
-// output_text for the assistant); an item keeps the id it came with, or
+// output_text for the assistant), a list of parts takes OpenAI's shapes
+// (listedParts); an item keeps the id it came with, or
 // gets one.
 func storedInputItems(raw json.RawMessage) []json.RawMessage {
 	raw = bytes.TrimSpace(raw)
@@ -53,12 +55,17 @@ func storedInputItems(raw json.RawMessage) []json.RawMessage {
 				var s string
 				_ = json.Unmarshal(content, &s)
 				content = textParts(it.Role, s)
+			} else {
+				content = listedParts(it.Role, content)
 			}
 			out = append(out, encodeItem(storedMessage{Type: "message", ID: itemID(it.ID, "msg_"), Role: it.Role, Status: "completed", Content: content}))
 		case "function_call":
 			out = append(out, encodeItem(functionCallItem{Type: "function_call", ID: itemID(it.ID, "fc_"), CallID: it.CallID, Name: it.Name, Arguments: it.Arguments, Status: "completed"}))
 		case "function_call_output":
-			out = append(out, encodeItem(storedCallOutput{Type: "function_call_output", ID: itemID(it.ID, "fco_"), CallID: it.CallID, Output: it.Output, Status: "completed"}))
+			// A list of text parts is listed as the text the model was
+			// given, as a string is.
+			text, _ := callOutputText(it.Output, "output")
+			out = append(out, encodeItem(storedCallOutput{Type: "function_call_output", ID: itemID(it.ID, "fco_"), CallID: it.CallID, Output: encodeItem(text), Status: "completed"}))
 		}
 	}
 	return out
@@ -88,6 +95,38 @@ func textParts(role, s string) json.RawMessage {
 		return encodeItem([]outputText{newOutputText(s)})
 	}
 	return encodeItem([]map[string]string{{"type": "input_text", "text": s}})
+}
+
+// listedParts is a message's list of content parts in the shapes OpenAI
+// lists them: a text part (input_text, output_text or text, as requests
+// may send) as input_text, or for the assistant as a whole output_text;
+// a refusal as sent; an image with its detail, "auto" when none was given.
+// decodeMessageItem has already refused any other part.
+func listedParts(role string, content json.RawMessage) json.RawMessage {
+	var parts []struct {
+		Type     string `json:"type"`
+		Text     string `json:"text"`
+		Refusal  string `json:"refusal"`
+		ImageURL string `json:"image_url"`
+		Detail   string `json:"detail"`
+	}
+	_ = json.Unmarshal(content, &parts)
+	out := make([]any, 0, len(parts))
+	for _, p := range parts {
+		switch p.Type {
+		case "input_text", "output_text", "text":
+			if role == "assistant" {
+				out = append(out, newOutputText(p.Text))
+			} else {
+				out = append(out, map[string]string{"type": "input_text", "text": p.Text})
+			}
+		case "refusal":
+			out = append(out, map[string]string{"type": "refusal", "refusal": p.Refusal})
+		case "input_image":
+			out = append(out, map[string]string{"type": "input_image", "image_url": p.ImageURL, "detail": cmp.Or(p.Detail, "auto")})
+		}
+	}
+	return encodeItem(out)
 }
 
 // itemID is the id an item came with when it is a non-empty string, else

@@ -132,3 +132,50 @@ func TestResponseInputItemsToolRoundTrip(t *testing.T) {
 		}
 	})
 }
+
+// Content parts are listed in OpenAI's shapes whatever shape the request
+// took: a history's assistant output_text without annotations, a text
+// part of type text or input_text under any role, an image without detail,
+// a tool output given as parts; each reply passes OpenAI's schema.
+func TestResponseInputItemsShapes(t *testing.T) {
+	user := func(content any) map[string]any { return map[string]any{"role": "user", "content": content} }
+	part := func(typ, text string) map[string]any { return map[string]any{"type": typ, "text": text} }
+	cases := []struct {
+		name  string
+		input []any
+		want  []string // each item's content (or output), as JSON
+	}{
+		{"an assistant's output_text without annotations", []any{user("hi"),
+			map[string]any{"role": "assistant", "content": []any{part("output_text", "Hello.")}}, user("again")},
+			[]string{`[{"text":"hi","type":"input_text"}]`, `[{"annotations":[],"logprobs":[],"text":"Hello.","type":"output_text"}]`, `[{"text":"again","type":"input_text"}]`}},
+		{"an assistant's input_text part", []any{user("hi"),
+			map[string]any{"role": "assistant", "content": []any{part("input_text", "Hello.")}}, user("again")},
+			[]string{`[{"text":"hi","type":"input_text"}]`, `[{"annotations":[],"logprobs":[],"text":"Hello.","type":"output_text"}]`, `[{"text":"again","type":"input_text"}]`}},
+		{"a user's text part and an image without detail", []any{user([]any{part("text", "look"),
+			map[string]any{"type": "input_image", "image_url": "https://example.com/a.png"}})},
+			[]string{`[{"text":"look","type":"input_text"},{"detail":"auto","image_url":"https://example.com/a.png","type":"input_image"}]`}},
+		{"a tool output as parts", []any{user("weather?"),
+			map[string]any{"type": "function_call", "call_id": "call_7", "name": "get_weather", "arguments": `{}`},
+			map[string]any{"type": "function_call_output", "call_id": "call_7", "output": []any{part("output_text", "sun"), part("output_text", "ny")}}},
+			[]string{`[{"text":"weather?","type":"input_text"}]`, `null`, `"sunny"`}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			gw, _ := sessionDesk(t, "memory://", fakeupstream.Reply{Text: "ok"})
+			r := create(t, gw, map[string]any{"model": "support", "input": tc.input}, nil)
+			l := listInput(t, gw, r.ID, "?order=asc")
+			if len(l.Data) != len(tc.want) {
+				t.Fatalf("%d items, want %d", len(l.Data), len(tc.want))
+			}
+			for i, it := range l.Data {
+				v := it["content"]
+				if it["type"] == "function_call_output" {
+					v = it["output"]
+				}
+				if got, _ := json.Marshal(v); string(got) != tc.want[i] {
+					t.Errorf("item %d: %s, want %s", i, got, tc.want[i])
+				}
+			}
+		})
+	}
+}
