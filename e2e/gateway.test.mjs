@@ -334,6 +334,28 @@ test('a client that aborts mid-stream cancels the upstream call and frees the se
   );
 });
 
+test('a request on a session another run holds is ConflictError session_busy, whose reply names the session', async () => {
+  await fake.script({ stream_chunks: ['Hel', 'lo'], chunk_delay_ms: 5000 });
+  const id = sessionId('busy');
+  const oa = client({ defaultHeaders: { 'X-Session-Id': id } });
+  const ac = new AbortController();
+  const stream = await oa.chat.completions.create(user('hello', { stream: true }), { signal: ac.signal });
+  const chunks = stream[Symbol.asyncIterator]();
+  await chunks.next(); // the first run holds the session now
+  try {
+    // No retries: the client would retry a 409 while the first run holds on.
+    await assert.rejects(oa.chat.completions.create(user('again'), { maxRetries: 0 }), (err) => {
+      assert.ok(err instanceof OpenAI.ConflictError, `want ConflictError, got ${err}`);
+      assert.equal(err.code, 'session_busy');
+      assert.equal(err.headers.get('x-session-id'), id);
+      return true;
+    });
+  } finally {
+    ac.abort();
+    await chunks.return?.();
+  }
+});
+
 test('requests the gateway refuses before any model call are BadRequestError naming the field', async () => {
   const oa = client();
   const cases = [
