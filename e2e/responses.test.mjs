@@ -197,6 +197,19 @@ test('responses.inputItems.list: each response lists its own input, newest first
   await assert.rejects(oa.responses.inputItems.list(r2.id), (err) => err instanceof OpenAI.NotFoundError && err.code === 'response_not_found');
 });
 
+test('responses.cancel of a stored response is BadRequestError: every response has ended when it is stored', async () => {
+  await fake.script({ text: 'hello' });
+  const oa = client();
+  const r = await oa.responses.create({ model: 'support', input: 'hi', background: true });
+  assert.equal(r.status, 'completed');
+  await assert.rejects(oa.responses.cancel(r.id), (err) => {
+    assert.ok(err instanceof OpenAI.BadRequestError, `want BadRequestError, got ${err}`);
+    assert.equal(err.code, 'invalid_request');
+    return true;
+  });
+  assert.equal((await oa.responses.retrieve(r.id)).status, 'completed');
+});
+
 test('delete forgets a response (its session stays); unknown ids are NotFoundError response_not_found', async () => {
   await fake.script({ text: 'hello' });
   const oa = client();

@@ -179,3 +179,27 @@ func TestResponseInputItemsShapes(t *testing.T) {
 		})
 	}
 }
+
+// POST /v1/responses/{id}/cancel: every stored response has ended (the
+// gateway runs none in the background), so cancelling one is 400, as
+// OpenAI answers for a response not created in the background, and
+// changes nothing; an unknown one is 404.
+func TestCancelEndedResponse(t *testing.T) {
+	stores(t, func(t *testing.T, storeURL string) {
+		gw, _ := sessionDesk(t, storeURL, fakeupstream.Reply{Text: "Hello."})
+		r := create(t, gw, input("hi", "background", true), nil)
+		if r.Status != "completed" {
+			t.Fatalf("a background request: %s", r.raw)
+		}
+		c := gw.Do(context.Background(), http.MethodPost, "/v1/responses/"+r.ID+"/cancel", nil, nil)
+		if c.Status != http.StatusBadRequest || c.ErrorCode(t) != "invalid_request" || !strings.Contains(string(c.Body), "is completed") {
+			t.Errorf("cancel: %d %s", c.Status, c.Body)
+		}
+		if g := gw.Do(context.Background(), http.MethodGet, "/v1/responses/"+r.ID, nil, nil); g.Status != http.StatusOK || !strings.Contains(string(g.Body), `"status":"completed"`) {
+			t.Errorf("after cancel: %d %s", g.Status, g.Body)
+		}
+		if c := gw.Do(context.Background(), http.MethodPost, "/v1/responses/resp_0123/cancel", nil, nil); c.Status != http.StatusNotFound || c.ErrorCode(t) != "response_not_found" {
+			t.Errorf("cancel of an unknown response: %d %s", c.Status, c.Body)
+		}
+	})
+}

@@ -109,3 +109,23 @@ func (s *Server) deleteResponse(c *gin.Context) {
 	}
 	c.JSON(http.StatusOK, gin.H{"id": id, "object": "response", "deleted": true})
 }
+
+// cancelResponse is POST /v1/responses/{id}/cancel. OpenAI cancels only a
+// response created with background: true while it runs; the gateway runs
+// every response within the request that creates it (a request's
+// background is accepted and ignored), so a stored response has always
+// ended: 400, as OpenAI answers for one that was not in the background;
+// 404 response_not_found for an unknown id.
+func (s *Server) cancelResponse(c *gin.Context) {
+	id := c.Param("id")
+	rec, e := s.loadResponse(c.Request.Context(), principal(c), id, "")
+	if e != nil {
+		s.abort(c, e)
+		return
+	}
+	var head struct {
+		Status string `json:"status"`
+	}
+	_ = json.Unmarshal(rec.Response, &head)
+	s.abort(c, badRequest("", "response %s is %s: only a response still running in the background can be cancelled, and the gateway runs every response within the request that creates it", id, head.Status))
+}

@@ -126,6 +126,7 @@ func New(opts Options) *Server {
 	get("/responses/:id", s.getResponse)
 	get("/responses/:id/input_items", s.listInputItems)
 	v1.DELETE("/responses/:id", s.deleteResponse)
+	v1.POST("/responses/:id/cancel", s.cancelResponse)
 	get("/memory/:slot", s.getMemory)
 	v1.DELETE("/memory/:slot", s.deleteMemory)
 	s.mcp = s.newMCPHandler()
