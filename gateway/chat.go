@@ -180,9 +180,9 @@ func (r *chatJSON) result(res *runtime.Result) *Error {
 	return nil
 }
 
-// fail writes nothing: the failure is answered as an HTTP error.
-// fail leaves the error to serveRun; a session request's error reply
-// names its session in the session header, as its answer would have.
+// fail writes nothing: the failure is answered as an HTTP error, which
+// names a session request's session in the session header, as its answer
+// would have.
 func (r *chatJSON) fail(*Error) bool {
 	if r.sessionID != "" {
 		r.c.Header(r.s.cfg.Server.SessionHeader, r.sessionID)

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/gin-gonic/gin"
@@ -103,13 +104,7 @@ func textParts(role, s string) json.RawMessage {
 // a refusal as sent; an image with its detail, "auto" when none was given.
 // decodeMessageItem has already refused any other part.
 func listedParts(role string, content json.RawMessage) json.RawMessage {
-	var parts []struct {
-		Type     string `json:"type"`
-		Text     string `json:"text"`
-		Refusal  string `json:"refusal"`
-		ImageURL string `json:"image_url"`
-		Detail   string `json:"detail"`
-	}
+	var parts []contentPart
 	_ = json.Unmarshal(content, &parts)
 	out := make([]any, 0, len(parts))
 	for _, p := range parts {
@@ -188,16 +183,7 @@ func (s *Server) listInputItems(c *gin.Context) {
 		}
 	}
 	if after, ok := c.GetQuery("after"); ok {
-		at := -1
-		for i, it := range items {
-			var head struct {
-				ID string `json:"id"`
-			}
-			if json.Unmarshal(it, &head) == nil && head.ID == after {
-				at = i
-				break
-			}
-		}
+		at := slices.IndexFunc(items, func(it json.RawMessage) bool { return idOf(it) == after })
 		if at < 0 {
 			s.abort(c, badRequest("after", "no input item %s in response %s", after, c.Param("id")))
 			return

@@ -357,13 +357,7 @@ func decodeMessageItem(it *inputItem, param string) (runtime.Message, *Error) {
 	case c[0] != '[':
 		return m, badRequest(param+".content", "%s.content must be a string or a list of content parts", param)
 	}
-	var parts []struct {
-		Type     string `json:"type"`
-		Text     string `json:"text"`
-		Refusal  string `json:"refusal"`
-		ImageURL string `json:"image_url"`
-		Detail   string `json:"detail"`
-	}
+	var parts []contentPart
 	if err := json.Unmarshal(c, &parts); err != nil {
 		return m, badRequest(param+".content", "%s.content must be a list of content parts: %v", param, err)
 	}
@@ -403,6 +397,16 @@ func decodeMessageItem(it *inputItem, param string) (runtime.Message, *Error) {
 		m.Parts = b
 	}
 	return m, nil
+}
+
+// contentPart is a part of a message item's content list, any of the kinds
+// the gateway takes.
+type contentPart struct {
+	Type     string `json:"type"`
+	Text     string `json:"text"`
+	Refusal  string `json:"refusal"`
+	ImageURL string `json:"image_url"`
+	Detail   string `json:"detail"`
 }
 
 // callOutputText reads a function_call_output's output: a string, or a list of

@@ -221,8 +221,7 @@ func clip(b []byte) string {
 // Responses API response and each event of its stream (responses.go) and
 // the models routes by their schemas. Other routes' successes (sessions,
 // health) are not in the description and pass unchecked, as do the bodiless
-// replies to HEAD. It returns how
-// many bodies it checked.
+// replies to HEAD. It returns how many bodies it checked.
 func (c *Checker) CheckReply(method, path string, status int, contentType string, body []byte) (int, error) {
 	path, _, _ = strings.Cut(path, "?")
 	if !strings.HasPrefix(path, "/v1/") || method == "HEAD" { // a HEAD reply has no body
