@@ -343,33 +343,41 @@ func guardedGatedDesk(t *testing.T, storeURL string, fake *fakeupstream.Server) 
 func TestTrippedMessageRejectsNothing(t *testing.T) {
 	stores(t, func(t *testing.T, storeURL string) {
 		fake := fakeupstream.New(t, askLookup()...)
-		fake.SetStrict(true)
-		// Whatever the model is asked after the pause (an input guardrail
-		// may run beside the model's call, whose answer it then drops).
-		fake.SetFallback(func(fakeupstream.Request) fakeupstream.Reply { return fakeupstream.Reply{Text: "Fine, no lookup."} })
 		yaml := strings.Replace(gatedYAML(storeURL), "    permissions:\n      - {tool: escalate_refund, action: ask}\n",
 			"    input_guardrails: [no_cards]\n    permissions:\n      - {tool: escalate_refund, action: ask}\n", 1) + noCards
 		gw := gwtest.Start(t, yaml, map[string]string{"FAKE_URL": fake.URL, "TOOLS_URL": newToolServer(t).URL})
 		id := newSessionID(t)
 		a := paused(t, gw, gwtest.User("support", "why two charges?"), acme(id), "lookup_charges", `{}`)
-		r := gw.Chat(gwtest.User("support", "forget it, my card is 4111 1111 1111 1111"), acme(id))
-		if r.Status != http.StatusOK || !strings.Contains(string(r.Body), `"content_filter"`) {
-			t.Fatalf("the tripped message: %d %s", r.Status, r.Body)
-		}
-		_, s := getSessionAs(t, gw, id, acme(id))
-		if len(s.PendingApprovals) != 1 || s.PendingApprovals[0].ID != a.ID {
-			t.Errorf("pendingApprovals %+v", s.PendingApprovals)
-		}
-		metrics := string(gw.Do(context.Background(), http.MethodGet, "/metrics", nil, nil).Body)
-		if strings.Contains(metrics, `decision="rejected"`) {
-			t.Errorf("a tripped message counted a rejection:\n%s", grepLines(metrics, "permission_decisions"))
-		}
-		if r := gw.Chat(gwtest.User("support", "never mind"), acme(id)); r.Status != http.StatusOK || !strings.Contains(string(r.Body), "Fine, no lookup.") {
-			t.Fatalf("the next message: %d %s", r.Status, r.Body)
-		}
-		metrics = string(gw.Do(context.Background(), http.MethodGet, "/metrics", nil, nil).Body)
-		if !strings.Contains(metrics, `switchboard_permission_decisions_total{decision="rejected",graph="support",tool="lookup_charges"} 1`) {
-			t.Errorf("the rejection by a new message was not counted once:\n%s", grepLines(metrics, "permission_decisions"))
-		}
+		tripThenMoveOn(t, gw, fake, "support", acme(id), a.ID)
 	})
+}
+
+// tripThenMoveOn checks, on a session of graph paused for approval
+// approvalID (a call of lookup_charges), that a message an input guardrail
+// (no_cards) stops leaves the approval pending and counts no rejection,
+// and that the next message rejects it, counted once. fake answers
+// whatever the model is asked after the pause (an input guardrail may run
+// beside the model's call, whose answer it then drops).
+func tripThenMoveOn(t *testing.T, gw *gwtest.Gateway, fake *fakeupstream.Server, graph string, header map[string]string, approvalID string) {
+	t.Helper()
+	fake.SetStrict(true)
+	fake.SetFallback(func(fakeupstream.Request) fakeupstream.Reply { return fakeupstream.Reply{Text: "Fine."} })
+	r := gw.Chat(gwtest.User(graph, "forget it, my card is 4111 1111 1111 1111"), header)
+	if r.Status != http.StatusOK || !strings.Contains(string(r.Body), `"content_filter"`) {
+		t.Fatalf("the tripped message: %d %s", r.Status, r.Body)
+	}
+	if _, s := getSessionAs(t, gw, header["X-Session-Id"], header); len(s.PendingApprovals) != 1 || s.PendingApprovals[0].ID != approvalID {
+		t.Errorf("pendingApprovals %+v", s.PendingApprovals)
+	}
+	metrics := string(gw.Do(context.Background(), http.MethodGet, "/metrics", nil, nil).Body)
+	if strings.Contains(metrics, `decision="rejected"`) {
+		t.Errorf("a tripped message counted a rejection:\n%s", grepLines(metrics, "permission_decisions"))
+	}
+	if c := completion(t, gw, gwtest.User(graph, "never mind"), header); c.Text() != "Fine." {
+		t.Fatalf("the next message: %q", c.Text())
+	}
+	metrics = string(gw.Do(context.Background(), http.MethodGet, "/metrics", nil, nil).Body)
+	if want := `switchboard_permission_decisions_total{decision="rejected",graph="` + graph + `",tool="lookup_charges"} 1`; !strings.Contains(metrics, want) {
+		t.Errorf("the rejection by a new message was not counted once:\n%s", grepLines(metrics, "permission_decisions"))
+	}
 }
