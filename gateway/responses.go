@@ -183,12 +183,24 @@ func (r *responsesRenderer) event(ev runtime.Event) {
 			r.call.c.Header("X-Agent-Name", ev.Agent)
 		}
 	}
+	if r.w == nil {
+		r.rnd.onEvent(ev)
+		return
+	}
+	// What the event renders (the first text: the response's and the
+	// message's opening events with it) leaves in one write.
+	r.w.holding = true
 	r.rnd.onEvent(ev)
+	r.w.holding = false
+	r.w.stream.flush()
 }
 
 func (r *responsesRenderer) result(res *runtime.Result) *Error {
 	call, c := r.call, r.call.c
 	call.spent = res.Usage // for a response.failed, should the store fail
+	if r.w != nil {
+		r.w.holding = true // until [DONE]
+	}
 	r.rnd.finish(res, map[string]string{"agentName": res.Agent, "sessionId": r.sessionID()})
 	if call.req.stored() {
 		if e := call.store(r.resp, r.sessionID(), res.Point); e != nil {
@@ -231,6 +243,9 @@ func (r *responsesRenderer) fail(e *Error) bool {
 	// steps the run saved are in its session, under the agent that holds
 	// it, and its finished model calls count.
 	meta := map[string]string{"agentName": r.agent, "sessionId": r.sessionID()}
+	if r.w != nil {
+		r.w.holding = true // until [DONE]
+	}
 	if !r.rnd.fail(e, r.call.spent, meta) {
 		// The client hears of the error alone: no response names the
 		// session, and neither will the reply's headers.
@@ -373,6 +388,10 @@ type responsesSSE struct {
 	c       *gin.Context
 	stream  *streamGuard // every write goes through it
 	started bool
+	// holding: the events being written are made at one moment (those of
+	// one event of the run, or those that end the stream) and leave
+	// together (streamGuard.hold).
+	holding bool
 }
 
 // done ends the stream with the literal [DONE], after its terminal event,
@@ -392,6 +411,10 @@ func (w *responsesSSE) send(typ string, ev any) {
 	// 22): a stream kept its own, as large as its largest event.
 	bp := eventBufs.Get().(*[]byte)
 	buf := append(append(append(append(append((*bp)[:0], "event: "...), typ...), "\ndata: "...), b...), "\n\n"...)
-	w.stream.write(buf)
+	if w.holding {
+		w.stream.hold(buf)
+	} else {
+		w.stream.write(buf)
+	}
 	putEventBuf(bp, buf)
 }

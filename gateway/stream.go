@@ -79,6 +79,9 @@ type sse struct {
 	agent    string
 	started  bool
 	sentRole bool
+	// ending: the stream's last chunks are being written; each is held
+	// until [DONE], and they leave together (streamGuard.hold).
+	ending bool
 
 	sessionID    string
 	includeUsage bool
@@ -148,6 +151,7 @@ func (w *sse) subagent(ev *runtime.Event) {
 // one piece, client tool calls), the finish chunk, the usage chunk when
 // asked for, and [DONE].
 func (w *sse) result(res *runtime.Result) *Error {
+	w.ending = true
 	meta := chunkMetadata{AgentName: res.Agent, SessionID: w.sessionID, halt: haltMembers(res.Halt)}
 	if aps := pendingApprovals(res); aps != nil {
 		if res.FinishReason != "tool_calls" {
@@ -315,9 +319,14 @@ func (w *sse) errorEvent(v any) {
 	putEventBuf(bp, ev)
 }
 
-// send writes one whole event and flushes it, so that it leaves at once.
+// send writes one whole event and flushes it, so that it leaves at once;
+// one of the stream's last chunks leaves with [DONE].
 func (w *sse) send(event []byte) {
 	w.begin()
+	if w.ending {
+		w.stream.hold(event)
+		return
+	}
 	w.stream.write(event)
 }
 

@@ -43,6 +43,7 @@ type streamGuard struct {
 	// (refreshDeadline).
 	deadline time.Time
 	started  bool // the first write, which sends the headers, is done
+	held     bool // hold wrote what no flush has sent yet
 	failed   bool
 }
 
@@ -93,6 +94,36 @@ func (g *streamGuard) write(b []byte) {
 	g.send(b)
 }
 
+// hold writes b without flushing it: it leaves with the next write, or
+// at flush. Events made at one moment (what ends a stream: the finish
+// chunk, usage, [DONE]; the events a Responses stream renders of one event
+// of the run) each flushed on their own cost a system call each, on every
+// stream (issue 22). Before the first write, which sends the headers, b is
+// written as write does.
+func (g *streamGuard) hold(b []byte) {
+	if !g.started || g.failed {
+		g.write(b)
+		return
+	}
+	g.refreshDeadline()
+	if _, err := g.c.Writer.Write(b); err != nil {
+		g.failed = true
+		return
+	}
+	g.held = true
+}
+
+// flush sends what hold has kept, if anything.
+func (g *streamGuard) flush() {
+	if !g.held || g.failed {
+		return
+	}
+	g.held = false
+	if err := g.rc.Flush(); err != nil {
+		g.failed = true
+	}
+}
+
 // send writes b and flushes it.
 func (g *streamGuard) send(b []byte) {
 	g.refreshDeadline()
@@ -100,6 +131,7 @@ func (g *streamGuard) send(b []byte) {
 	if err == nil {
 		err = g.rc.Flush()
 	}
+	g.held = false
 	if err != nil {
 		g.failed = true // net/http has cancelled the run's context
 	}

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -58,6 +59,18 @@ func StartConfig(t testing.TB, cfg *graphs.Set) *Gateway {
 // as serve writes them) to w.
 func StartLogging(t testing.TB, cfg *graphs.Set, w io.Writer) *Gateway {
 	t.Helper()
+	return start(t, cfg, w, nil)
+}
+
+// StartListener serves a compiled config on the listener wrap makes of the
+// test server's, for a test that watches the connections themselves.
+func StartListener(t testing.TB, cfg *graphs.Set, wrap func(net.Listener) net.Listener) *Gateway {
+	t.Helper()
+	return start(t, cfg, io.Discard, wrap)
+}
+
+func start(t testing.TB, cfg *graphs.Set, w io.Writer, wrap func(net.Listener) net.Listener) *Gateway {
+	t.Helper()
 	log := slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	// Every session a test runs checks that the gateway never writes to
 	// the messages its store shares with it.
@@ -69,6 +82,9 @@ func StartLogging(t testing.TB, cfg *graphs.Set, w io.Writer) *Gateway {
 	// The gateway's own http.Server settings (timeouts) apply, as in serve.
 	srv := httptest.NewUnstartedServer(a.Handler())
 	a.ConfigureServer(srv.Config)
+	if wrap != nil {
+		srv.Listener = wrap(srv.Listener)
+	}
 	srv.Start()
 	var once sync.Once
 	closeFn := func() {
