@@ -33,8 +33,8 @@ func decodeChunk(data []byte, c *openai.ChatCompletionStreamResponse) error {
 // unmarshalChunk decodes a chunk readChunk could not with encoding/json,
 // aside: encoding/json goes 2.4 KB deep, and from where a stream is read,
 // that is past the 7 KB that keeps the stream's goroutine at an 8 KB stack
-// (freshstack). Every stream's usage chunk, and every chunk of a tool
-// call, comes this way.
+// (freshstack). A chunk of a tool call comes this way, and any chunk
+// readChunk is not sure of; text, finish and usage chunks do not.
 func unmarshalChunk(data []byte, c *openai.ChatCompletionStreamResponse) (err error) {
 	freshstack.Run(func() { err = json.Unmarshal(data, c) })
 	return err
