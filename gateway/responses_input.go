@@ -178,9 +178,7 @@ func (s *Server) listInputItems(c *gin.Context) {
 	}
 	items := append([]json.RawMessage(nil), rec.Input...)
 	if order == "desc" {
-		for i, j := 0, len(items)-1; i < j; i, j = i+1, j-1 {
-			items[i], items[j] = items[j], items[i]
-		}
+		slices.Reverse(items)
 	}
 	if after, ok := c.GetQuery("after"); ok {
 		at := slices.IndexFunc(items, func(it json.RawMessage) bool { return idOf(it) == after })
