@@ -247,6 +247,9 @@ type scanner struct {
 }
 
 func (s *scanner) space() {
+	if s.i < len(s.b) && s.b[s.i] > ' ' {
+		return // no white space: what providers send, between every token
+	}
 	for s.i < len(s.b) {
 		switch s.b[s.i] {
 		case ' ', '\t', '\n', '\r':
@@ -267,8 +270,18 @@ func (s *scanner) peek() byte {
 
 // literal consumes lit if it comes next.
 func (s *scanner) literal(lit string) bool {
-	if s.peek() == lit[0] && bytes.HasPrefix(s.b[s.i:], []byte(lit)) {
+	if s.peek() == lit[0] && len(s.b)-s.i >= len(lit) && string(s.b[s.i:s.i+len(lit)]) == lit {
 		s.i += len(lit)
+		return true
+	}
+	return false
+}
+
+// token consumes the one-byte token c (a bracket, a colon, a comma) if it
+// comes next: a chunk has a few dozen of them.
+func (s *scanner) token(c byte) bool {
+	if s.peek() == c {
+		s.i++
 		return true
 	}
 	return false
@@ -279,10 +292,10 @@ func (s *scanner) null() bool { return s.literal("null") }
 // object reads an object, calling field with each key (a plain string) and
 // the scanner at the key's value, which field must consume.
 func (s *scanner) object(field func(key []byte) bool) bool {
-	if !s.literal("{") {
+	if !s.token('{') {
 		return false
 	}
-	if s.literal("}") {
+	if s.token('}') {
 		return true
 	}
 	for {
@@ -290,33 +303,33 @@ func (s *scanner) object(field func(key []byte) bool) bool {
 			return false
 		}
 		key, ok := s.plainString()
-		if !ok || !s.literal(":") || !field(key) {
+		if !ok || !s.token(':') || !field(key) {
 			return false
 		}
-		if s.literal(",") {
+		if s.token(',') {
 			continue
 		}
-		return s.literal("}")
+		return s.token('}')
 	}
 }
 
 // array reads an array, calling elem at each element, which elem must
 // consume.
 func (s *scanner) array(elem func() bool) bool {
-	if !s.literal("[") {
+	if !s.token('[') {
 		return false
 	}
-	if s.literal("]") {
+	if s.token(']') {
 		return true
 	}
 	for {
 		if !elem() {
 			return false
 		}
-		if s.literal(",") {
+		if s.token(',') {
 			continue
 		}
-		return s.literal("]")
+		return s.token(']')
 	}
 }
 
