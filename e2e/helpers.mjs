@@ -37,7 +37,7 @@ if (REPLIES) {
     const [mine, theirs] = res.body.tee();
     new Response(mine).text().then(
       (body) => appendFileSync(REPLIES, JSON.stringify({
-        test: file, method, path: url.pathname, status: res.status, contentType: res.headers.get('content-type') ?? '', body,
+        test: file, method, path: url.pathname + url.search, status: res.status, contentType: res.headers.get('content-type') ?? '', body,
       }) + '\n'),
       () => {}, // cut short by the client
     );

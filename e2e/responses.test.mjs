@@ -75,6 +75,35 @@ test('responses.stream: the standard event sequence, final response and output_t
   assert.equal(final.metadata.agentName, 'billing');
 });
 
+test('responses.retrieve with stream: true replays a stored response; starting_after and responses.stream({response_id}) resume it', async () => {
+  await fake.script(handoff('c1'), { text: 'Your refund is on its way.' });
+  const oa = client();
+  const r = await oa.responses.create({ model: 'support', input: 'I was charged twice', background: true });
+  const events = [];
+  for await (const ev of await oa.responses.retrieve(r.id, { stream: true })) events.push(ev);
+  assert.deepEqual(events.map((e) => e.sequence_number), events.map((_, i) => i));
+  assert.deepEqual(events.map((e) => e.type), ['response.created', 'response.in_progress', 'response.output_item.added',
+    'response.content_part.added', 'response.output_text.delta', 'response.output_text.done', 'response.content_part.done',
+    'response.output_item.done', 'response.completed']);
+  assert.equal(events[4].delta, 'Your refund is on its way.');
+  assert.equal(events[4].item_id, r.output[0].id);
+  // retrieve adds output_text, which is not part of the response sent.
+  const { output_text: _, ...stored } = await oa.responses.retrieve(r.id);
+  assert.deepEqual(events.at(-1).response, stored);
+
+  const rest = [];
+  for await (const ev of await oa.responses.retrieve(r.id, { stream: true, starting_after: 2 })) rest.push(ev);
+  assert.deepEqual(rest, events.slice(3));
+
+  const resumed = oa.responses.stream({ response_id: r.id, starting_after: 4 });
+  const types = [];
+  for await (const ev of resumed) types.push(ev.type);
+  assert.deepEqual(types, events.slice(5).map((e) => e.type));
+  const final = await resumed.finalResponse();
+  assert.equal(final.output_text, 'Your refund is on its way.');
+  assert.equal(final.id, r.id);
+});
+
 test('previous_response_id continues the session from the latest response and forks from an older one', async () => {
   await fake.script(
     handoff('c1'), { text: 'Billing here.' },

@@ -186,9 +186,12 @@ func (r *responseRender) text(s string) {
 }
 
 // openMessage adds an in-progress message item with one empty text part.
-func (r *responseRender) openMessage() {
+func (r *responseRender) openMessage() { r.openMessageAs(newID("msg_")) }
+
+// openMessageAs opens a message item of that id.
+func (r *responseRender) openMessageAs(id string) {
 	r.begin()
-	r.msg = &messageItem{Type: "message", ID: newID("msg_"), Status: "in_progress", Role: "assistant", Content: []outputText{}}
+	r.msg = &messageItem{Type: "message", ID: id, Status: "in_progress", Role: "assistant", Content: []outputText{}}
 	r.msgAt = len(r.resp.Output)
 	r.resp.Output = append(r.resp.Output, r.msg)
 	if r.send != nil {
@@ -225,9 +228,12 @@ func (r *responseRender) closeMessageAs(status string) {
 }
 
 // handoff adds a handoff item and sends the switchboard:handoff event.
-func (r *responseRender) handoff(ev runtime.Event) {
+func (r *responseRender) handoff(ev runtime.Event) { r.handoffAs(newID("sbh_"), ev) }
+
+// handoffAs adds a handoff item of that id.
+func (r *responseRender) handoffAs(id string, ev runtime.Event) {
 	r.begin()
-	item := &handoffItem{Type: "switchboard:handoff", ID: newID("sbh_"), Status: "completed", From: ev.From, To: ev.To, ToolCallID: ev.ToolCallID}
+	item := &handoffItem{Type: "switchboard:handoff", ID: id, Status: "completed", From: ev.From, To: ev.To, ToolCallID: ev.ToolCallID}
 	at := len(r.resp.Output)
 	r.resp.Output = append(r.resp.Output, item)
 	if r.send == nil {
@@ -331,9 +337,12 @@ func (r *responseRender) complete() {
 }
 
 // functionCall adds a client tool call as a function_call item.
-func (r *responseRender) functionCall(tc runtime.ToolCall) {
+func (r *responseRender) functionCall(tc runtime.ToolCall) { r.functionCallAs(newID("fc_"), tc) }
+
+// functionCallAs adds a function_call item of that id.
+func (r *responseRender) functionCallAs(id string, tc runtime.ToolCall) {
 	r.begin()
-	item := &functionCallItem{Type: "function_call", ID: newID("fc_"), CallID: tc.ID, Name: tc.Function.Name, Status: "in_progress"}
+	item := &functionCallItem{Type: "function_call", ID: id, CallID: tc.ID, Name: tc.Function.Name, Status: "in_progress"}
 	at := len(r.resp.Output)
 	r.resp.Output = append(r.resp.Output, item)
 	if r.send != nil {

@@ -80,14 +80,22 @@ func (s *Server) loadResponse(ctx context.Context, principal, id, param string) 
 	return &rec, nil
 }
 
-// getResponse is GET /v1/responses/{id}: the response as it was sent.
+// getResponse is GET /v1/responses/{id}: the response as it was sent, or
+// with stream=true its stream replayed (responses_replay.go).
 func (s *Server) getResponse(c *gin.Context) {
-	rec, e := s.loadResponse(c.Request.Context(), principal(c), c.Param("id"), "")
-	if e != nil {
-		s.abort(c, e)
-		return
+	replay, after, e := replayQuery(c)
+	if e == nil {
+		var rec *responseRecord
+		if rec, e = s.loadResponse(c.Request.Context(), principal(c), c.Param("id"), ""); e == nil {
+			if replay {
+				s.replayResponse(c, c.Param("id"), rec, after)
+			} else {
+				c.Data(http.StatusOK, "application/json; charset=utf-8", rec.Response)
+			}
+			return
+		}
 	}
-	c.Data(http.StatusOK, "application/json; charset=utf-8", rec.Response)
+	s.abort(c, e)
 }
 
 // deleteResponse is DELETE /v1/responses/{id}: the response is forgotten,

@@ -106,13 +106,20 @@ func stream(t *testing.T, gw *gwtest.Gateway, body map[string]any, header map[st
 	if r.Status != http.StatusOK || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/event-stream") {
 		t.Fatalf("stream: %d %s %s", r.Status, r.Header.Get("Content-Type"), r.Body)
 	}
+	return streamEvents(t, r.Body)
+}
+
+// streamEvents reads a Responses stream's body: its events and the
+// response the last one carries.
+func streamEvents(t *testing.T, body []byte) ([]sseEvent, *respBody) {
+	t.Helper()
 	// The terminal event is the literal [DONE] (Open Responses).
-	if !bytes.HasSuffix(r.Body, []byte("\n\ndata: [DONE]\n\n")) {
-		t.Errorf("the stream does not end with [DONE]: %q", r.Body[max(0, len(r.Body)-80):])
+	if !bytes.HasSuffix(body, []byte("\n\ndata: [DONE]\n\n")) {
+		t.Errorf("the stream does not end with [DONE]: %q", body[max(0, len(body)-80):])
 	}
 	var evs []sseEvent
 	var cur sseEvent
-	sc := bufio.NewScanner(bytes.NewReader(r.Body))
+	sc := bufio.NewScanner(bytes.NewReader(body))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
@@ -127,7 +134,7 @@ func stream(t *testing.T, gw *gwtest.Gateway, body map[string]any, header map[st
 		}
 	}
 	if len(evs) == 0 {
-		t.Fatalf("no events in %s", r.Body)
+		t.Fatalf("no events in %s", body)
 	}
 	var last struct {
 		Response json.RawMessage `json:"response"`

@@ -16,8 +16,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -223,7 +225,7 @@ func clip(b []byte) string {
 // health) are not in the description and pass unchecked, as do the bodiless
 // replies to HEAD. It returns how many bodies it checked.
 func (c *Checker) CheckReply(method, path string, status int, contentType string, body []byte) (int, error) {
-	path, _, _ = strings.Cut(path, "?")
+	path, rawQuery, _ := strings.Cut(path, "?")
 	if !strings.HasPrefix(path, "/v1/") || method == "HEAD" { // a HEAD reply has no body
 		return 0, nil
 	}
@@ -242,7 +244,18 @@ func (c *Checker) CheckReply(method, path string, status int, contentType string
 	case method == "GET" && strings.HasPrefix(path, "/v1/models/"):
 		return 1, c.Validate(Model, body)
 	case method == "POST" && path == "/v1/responses" && strings.HasPrefix(contentType, "text/event-stream"):
-		return c.checkResponseStream(body)
+		return c.checkResponseStream(body, 0)
+	case method == "GET" && strings.HasPrefix(path, "/v1/responses/") && strings.HasPrefix(contentType, "text/event-stream"):
+		// A stored response's stream, replayed after starting_after.
+		first := 0
+		if q, err := url.ParseQuery(rawQuery); err == nil && q.Has("starting_after") {
+			n, err := strconv.Atoi(q.Get("starting_after"))
+			if err != nil {
+				return 0, fmt.Errorf("starting_after %q", q.Get("starting_after"))
+			}
+			first = n + 1
+		}
+		return c.checkResponseStream(body, first)
 	case method == "GET" && strings.HasPrefix(path, "/v1/responses/") && strings.HasSuffix(path, "/input_items"):
 		return 1, c.Validate(ResponseItemList, body)
 	case method == "POST" && path == "/v1/responses",

@@ -173,6 +173,12 @@ func TestCheckResponses(t *testing.T) {
 		{"stream with an event after [DONE]", "POST", "/v1/responses", "text/event-stream", created + done + ev("response.completed", 1, `,"response":`+resp("completed", msg)), 2, false},
 		{"stream out of sequence", "POST", "/v1/responses", "text/event-stream", created + ev("response.completed", 2, `,"response":`+resp("completed", msg)) + done, 2, false},
 		{"stream with a bad event", "POST", "/v1/responses", "text/event-stream", created + ev("response.output_text.delta", 1, `,"delta":"hi"`) + done, 3, false},
+		{"stream retrieved", "GET", "/v1/responses/resp_1?stream=true", "text/event-stream", created +
+			ev("response.completed", 1, `,"response":`+resp("completed", msg)) + done, 4, true},
+		{"stream retrieved after 3", "GET", "/v1/responses/resp_1?stream=true&starting_after=3", "text/event-stream",
+			ev("response.completed", 4, `,"response":`+resp("completed", msg)) + done, 2, true},
+		{"stream retrieved after 3, from 3", "GET", "/v1/responses/resp_1?stream=true&starting_after=3", "text/event-stream",
+			ev("response.completed", 3, `,"response":`+resp("completed", msg)) + done, 0, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -63,10 +63,11 @@ func (c *Checker) checkResponse(body []byte) (int, error) {
 }
 
 // checkResponseStream judges each event of a Responses stream: its SSE
-// `event:` must be its type, its sequence_number its place from 0, and the
-// stream ends with the literal [DONE] (Open Responses' terminal event).
-func (c *Checker) checkResponseStream(body []byte) (int, error) {
-	n, seq := 0, 0
+// `event:` must be its type, its sequence_number its place from first (0
+// but for a stream retrieved with starting_after), and the stream ends
+// with the literal [DONE] (Open Responses' terminal event).
+func (c *Checker) checkResponseStream(body []byte, first int) (int, error) {
+	n, seq := 0, first
 	var name string
 	done := false
 	for _, line := range strings.Split(string(body), "\n") {
