@@ -102,6 +102,20 @@ test('responses.retrieve with stream: true replays a stored response; starting_a
   const final = await resumed.finalResponse();
   assert.equal(final.output_text, 'Your refund is on its way.');
   assert.equal(final.id, r.id);
+
+  // A streamed response is replayed as its stream numbered it: a client
+  // that lost the stream's end goes on from the last event it read.
+  await fake.script(handoff('c2'), { stream_chunks: ['One ', 'charge ', 'is ', 'refunded.'] });
+  const live = [];
+  const s = oa.responses.stream({ model: 'support', input: 'I was charged twice' });
+  for await (const ev of s) live.push(ev);
+  const id = (await s.finalResponse()).id;
+  const lastRead = live.findIndex((e) => e.type === 'response.output_text.delta') + 1;
+  const goOn = oa.responses.stream({ response_id: id, starting_after: lastRead });
+  const more = [];
+  for await (const ev of goOn) more.push(ev);
+  assert.deepEqual(more.map((e) => [e.sequence_number, e.type, e.delta]), live.slice(lastRead + 1).map((e) => [e.sequence_number, e.type, e.delta]));
+  assert.equal((await goOn.finalResponse()).output_text, 'One charge is refunded.');
 });
 
 test('previous_response_id continues the session from the latest response and forks from an older one', async () => {

@@ -203,7 +203,7 @@ func (r *responsesRenderer) result(res *runtime.Result) *Error {
 	}
 	r.rnd.finish(res, map[string]string{"agentName": res.Agent, "sessionId": r.sessionID()})
 	if call.req.stored() {
-		if e := call.store(r.resp, r.sessionID(), res.Point); e != nil {
+		if e := call.store(r.resp, r.rnd.deltas, r.sessionID(), res.Point); e != nil {
 			return e
 		}
 	}
@@ -344,12 +344,12 @@ func (call *responsesCall) forkError(err error) error {
 
 // store keeps the response as a point of its session, before the client
 // hears it is complete: the client may continue from it at once.
-func (call *responsesCall) store(resp *responseObject, sessionID string, at runtime.Point) *Error {
+func (call *responsesCall) store(resp *responseObject, deltas [][]int, sessionID string, at runtime.Point) *Error {
 	body, err := json.Marshal(resp)
 	if err != nil {
 		return fromRunError(fmt.Errorf("encode response: %w", err))
 	}
-	rec, err := json.Marshal(responseRecord{Session: sessionID, Point: at, Response: body, Input: storedInputItems(call.req.Input)})
+	rec, err := json.Marshal(responseRecord{Session: sessionID, Point: at, Response: body, Input: storedInputItems(call.req.Input), Deltas: deltas})
 	if err != nil {
 		return fromRunError(fmt.Errorf("encode response record: %w", err))
 	}

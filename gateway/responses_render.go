@@ -40,6 +40,9 @@ type responseRender struct {
 	// said is whether the agent now speaking has streamed text since it
 	// took the run: if not, its final text arrives whole with the result.
 	said bool
+	// deltas are the lengths of the text deltas sent, by output index
+	// (responseRecord.Deltas); kept only when streaming.
+	deltas [][]int
 }
 
 // newResponseRender starts rendering resp.
@@ -182,6 +185,10 @@ func (r *responseRender) text(s string) {
 	if r.send != nil {
 		r.event("response.output_text.delta", &textDeltaEvent{Type: "response.output_text.delta", SequenceNumber: r.seq,
 			ItemID: r.msg.ID, OutputIndex: r.msgAt, Delta: s, Logprobs: []any{}})
+		if len(r.deltas) <= r.msgAt {
+			r.deltas = append(r.deltas, make([][]int, r.msgAt+1-len(r.deltas))...)
+		}
+		r.deltas[r.msgAt] = append(r.deltas[r.msgAt], len(s))
 	}
 }
 

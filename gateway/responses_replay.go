@@ -15,9 +15,13 @@ import (
 // {stream: true, starting_after})`). The gateway runs every response
 // within the request that creates it, so a stored response has ended: the
 // stream replays it, as the event sequence a stream of it carries
-// (responseRender) with each text part in one delta, then [DONE].
-// Sequence numbers count from 0 as in any stream, and starting_after
-// leaves out the events up to that number. Without stream (or with
+// (responseRender), then [DONE]. The text of a response that was streamed
+// is sent in the deltas its stream sent (responseRecord.Deltas), so that
+// a sequence number of that stream names the same event in the replay and
+// a client that lost the end of it can go on with starting_after; the
+// text of one that was not is one delta a part. Sequence numbers count
+// from 0 as in any stream, and starting_after leaves out the events up to
+// that number. Without stream (or with
 // stream=false) the reply is the stored response as JSON, as before.
 
 // replayQuery reads stream and starting_after; replay is false for a
@@ -49,10 +53,48 @@ type storedResponse struct {
 	Output []json.RawMessage `json:"output"`
 }
 
+// storedRaw holds the members of a stored response that the request gave
+// as any JSON (a tool's parameters, tool_choice, text.format), as they were
+// written: read into responseObject's `any` fields they would come back
+// with their keys sorted and their large integers rounded.
+type storedRaw struct {
+	Tools []struct {
+		Parameters json.RawMessage `json:"parameters"`
+	} `json:"tools"`
+	ToolChoice json.RawMessage `json:"tool_choice"`
+	Text       struct {
+		Format json.RawMessage `json:"format"`
+	} `json:"text"`
+}
+
+// decodeStored reads a stored response, its request's JSON kept as written.
+func decodeStored(raw []byte) (*storedResponse, error) {
+	var stored storedResponse
+	var kept storedRaw
+	if err := json.Unmarshal(raw, &stored); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(raw, &kept); err != nil {
+		return nil, err
+	}
+	for i := range stored.Tools {
+		if i < len(kept.Tools) && kept.Tools[i].Parameters != nil {
+			stored.Tools[i].Parameters = kept.Tools[i].Parameters
+		}
+	}
+	if kept.ToolChoice != nil {
+		stored.ToolChoice = kept.ToolChoice
+	}
+	if kept.Text.Format != nil {
+		stored.Text.Format = kept.Text.Format
+	}
+	return &stored, nil
+}
+
 // replayResponse streams rec's response after sequence number after.
 func (s *Server) replayResponse(c *gin.Context, id string, rec *responseRecord, after int) {
-	var stored storedResponse
-	if err := json.Unmarshal(rec.Response, &stored); err != nil {
+	stored, err := decodeStored(rec.Response)
+	if err != nil {
 		s.abort(c, fromRunError(fmt.Errorf("decode stored response %s: %w", id, err)))
 		return
 	}
@@ -73,8 +115,12 @@ func (s *Server) replayResponse(c *gin.Context, id string, rec *responseRecord, 
 	begun.Output, begun.Usage = []any{}, &responseUsage{}
 	r := newResponseRender(&begun, true, send)
 	r.begin()
-	for _, raw := range stored.Output {
-		if !replayItem(r, raw) {
+	for i, raw := range stored.Output {
+		var deltas []int
+		if i < len(rec.Deltas) {
+			deltas = rec.Deltas[i]
+		}
+		if !replayItem(r, raw, deltas) {
 			s.log.Warn("a stored response's output item is not one the gateway writes", "response", id)
 		}
 	}
@@ -94,9 +140,10 @@ type storedResponseEvent struct {
 	Response       json.RawMessage `json:"response"`
 }
 
-// replayItem renders one stored output item as its stream's events did;
-// false for an item of a type the gateway does not write.
-func replayItem(r *responseRender, raw json.RawMessage) bool {
+// replayItem renders one stored output item as its stream's events did,
+// a message's text in pieces of the lengths deltas gives; false for an
+// item of a type the gateway does not write.
+func replayItem(r *responseRender, raw json.RawMessage, deltas []int) bool {
 	var head struct {
 		Type string `json:"type"`
 	}
@@ -111,8 +158,8 @@ func replayItem(r *responseRender, raw json.RawMessage) bool {
 		}
 		r.openMessageAs(m.ID)
 		for _, p := range m.Content {
-			if p.Text != "" {
-				r.text(p.Text)
+			for _, piece := range splitText(p.Text, deltas) {
+				r.text(piece)
 			}
 		}
 		r.closeMessageAs(m.Status)
@@ -133,4 +180,29 @@ func replayItem(r *responseRender, raw json.RawMessage) bool {
 		return false
 	}
 	return true
+}
+
+// splitText cuts text into pieces of the given lengths, which must make it
+// up whole (else, as for a response that was not streamed, text is one
+// piece); no pieces for no text.
+func splitText(text string, lengths []int) []string {
+	if text == "" {
+		return nil
+	}
+	sum := 0
+	for _, n := range lengths {
+		if n <= 0 {
+			return []string{text}
+		}
+		sum += n
+	}
+	if sum != len(text) {
+		return []string{text}
+	}
+	pieces := make([]string, 0, len(lengths))
+	for _, n := range lengths {
+		pieces = append(pieces, text[:n])
+		text = text[n:]
+	}
+	return pieces
 }

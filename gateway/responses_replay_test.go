@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -26,19 +27,6 @@ func getStream(t *testing.T, gw *gwtest.Gateway, id, query string) ([]sseEvent, 
 	return evs, resp, r.Body
 }
 
-// replayed lists a stream's events as a replay renders them: the deltas
-// of one text part (consecutive) as one.
-func replayed(evs []sseEvent) []string {
-	var out []string
-	for _, e := range evs {
-		if e.name == "response.output_text.delta" && len(out) > 0 && out[len(out)-1] == e.name {
-			continue
-		}
-		out = append(out, e.name)
-	}
-	return out
-}
-
 // eventField reads one string field of each event, "" where it has none.
 func eventField(evs []sseEvent, field string) []string {
 	var out []string
@@ -51,10 +39,11 @@ func eventField(evs []sseEvent, field string) []string {
 	return out
 }
 
-// A stored response's stream, retrieved, is the event sequence its own
-// stream carried (a text part's deltas in one), under the stored items'
-// ids, and ends with the stored response exactly as GET returns it; for a
-// response that was not streamed too.
+// A stored response's stream, retrieved, is the stream that created it,
+// event for event and byte for byte but for the final metadata in the
+// first two events, and ends with the stored response exactly as GET
+// returns it; a response that was not streamed is replayed with its text
+// in one delta.
 func TestResponsesStreamRetrieved(t *testing.T) {
 	stores(t, func(t *testing.T, storeURL string) {
 		handoff := fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("c1", "transfer_to_billing", `{}`)}}
@@ -69,8 +58,13 @@ func TestResponsesStreamRetrieved(t *testing.T) {
 		// A streamed response with a handoff item and a message.
 		live, r := stream(t, gw, input("charged twice", "include", inc), nil)
 		evs, last, _ := getStream(t, gw, r.ID, "")
-		if got, want := eventNames(evs), replayed(live); !cmp.Equal(got, want) {
-			t.Errorf("replayed events:\n%v\nthe stream's:\n%v", got, want)
+		if got, want := eventNames(evs), eventNames(live); !cmp.Equal(got, want) {
+			t.Fatalf("replayed events:\n%v\nthe stream's:\n%v", got, want)
+		}
+		for i := 2; i < len(evs); i++ {
+			if !bytes.Equal(evs[i].data, live[i].data) {
+				t.Errorf("event %d replayed:\n%s\nstreamed:\n%s", i, evs[i].data, live[i].data)
+			}
 		}
 		var deltas strings.Builder
 		for i, e := range evs {
@@ -99,20 +93,36 @@ func TestResponsesStreamRetrieved(t *testing.T) {
 			t.Errorf("item ids %v, stored %v", items, want)
 		}
 
-		// starting_after leaves out the events up to that number.
-		after, _, _ := getStream(t, gw, r.ID, "&starting_after=3")
-		if !cmp.Equal(eventNames(after), eventNames(evs[4:])) || !cmp.Equal(eventField(after, "item_id"), eventField(evs[4:], "item_id")) {
-			t.Errorf("after 3: %v\nwant %v", eventNames(after), eventNames(evs[4:]))
+		// starting_after leaves out the events up to that number, as the
+		// stream numbered them: a client that lost its end goes on.
+		for _, n := range []int{3, 7, len(evs) - 2} {
+			after, _, _ := getStream(t, gw, r.ID, "&starting_after="+strconv.Itoa(n))
+			if len(after) != len(live)-n-1 {
+				t.Fatalf("after %d: %v", n, eventNames(after))
+			}
+			for i, e := range after {
+				if !bytes.Equal(e.data, live[n+1+i].data) {
+					t.Errorf("after %d, event %d:\n%s\nstreamed:\n%s", n, n+1+i, e.data, live[n+1+i].data)
+				}
+			}
 		}
 
-		// A response that was not streamed: a client tool's call.
-		body := input("weather?", "tools", []any{respWeatherTool})
-		r = create(t, gw, body, nil)
+		// A response that was not streamed: a client tool's call. Its
+		// tool's parameters are echoed in every event as the client wrote
+		// them (keys in their order, an integer past 2^53).
+		params := `{"type":"object","properties":{"city":{"type":"string"},"n":{"type":"integer","maximum":9007199254740993}}}`
+		tool := map[string]any{"type": "function", "name": "get_weather", "parameters": json.RawMessage(params)}
+		r = create(t, gw, input("weather?", "tools", []any{tool}), nil)
 		evs, last, _ = getStream(t, gw, r.ID, "")
 		want := []string{"response.created", "response.in_progress", "response.output_item.added",
 			"response.function_call_arguments.delta", "response.function_call_arguments.done", "response.output_item.done", "response.completed"}
 		if !cmp.Equal(eventNames(evs), want) || eventField(evs, "delta")[3] != `{"city":"Oslo"}` || !bytes.Equal(last.raw, r.raw) {
 			t.Errorf("function call replayed: %v %v\n%s", eventNames(evs), eventField(evs, "delta"), last.raw)
+		}
+		for _, e := range []sseEvent{evs[0], evs[1], evs[len(evs)-1]} {
+			if !bytes.Contains(e.data, []byte(`"parameters":`+params)) {
+				t.Errorf("%s does not echo the parameters as written: %s", e.name, e.data)
+			}
 		}
 
 		// An incomplete response ends with response.incomplete, its

@@ -35,6 +35,11 @@ type responseRecord struct {
 	// Input is the request's input as GET .../input_items lists it
 	// (storedInputItems); records stored before it was kept have none.
 	Input []json.RawMessage `json:"input,omitempty"`
+	// Deltas are the lengths in bytes of the text deltas the response's
+	// stream sent, by output index, so that a replay of it sends the same
+	// events under the same sequence numbers (responses_replay.go); none
+	// for a response that was not streamed.
+	Deltas [][]int `json:"deltas,omitempty"`
 }
 
 // codeResponseNotFound answers an unknown response id (docs/http-api.md).
