@@ -138,6 +138,18 @@ func (p *proc) output() string {
 	return p.log.String()
 }
 
+// waitLog waits until the gateway's log holds each of texts. A line the
+// gateway wrote before an answer the test saw may not have come through
+// the pipe of its standard error yet: reading the log at once raced it.
+func (p *proc) waitLog(t *testing.T, texts ...string) {
+	t.Helper()
+	for _, text := range texts {
+		eventually(t, 10*time.Second, "the log holds "+text, func() bool {
+			return strings.Contains(p.output(), text)
+		})
+	}
+}
+
 type lockedWriter struct{ p *proc }
 
 func (w *lockedWriter) Write(b []byte) (int, error) {
