@@ -50,7 +50,11 @@ func newSessionID(t *testing.T, gw *gwtest.Gateway) string {
 // the session's next request works as if the failed ones never happened.
 func TestFailedRunLeavesSessionUntouched(t *testing.T) {
 	stores(t, func(t *testing.T, storeURL string) {
-		r := start(t, setup{timeout: "300ms", store: storeURL})
+		// The provider's timeout bounds a call's retries too: the three
+		// 500s, two backoffs of up to 250 and 500 ms, must fit in it on a
+		// busy machine (at 300ms they did not always: a 504, and a 500
+		// left over for the next case). The timeout case waits it out.
+		r := start(t, setup{timeout: "2s", store: storeURL})
 		id := newSessionID(t, r.gw)
 		hdr := map[string]string{"X-Session-Id": id}
 		r.fake.Push(fakeupstream.Reply{Text: "first answer"})
@@ -70,7 +74,7 @@ func TestFailedRunLeavesSessionUntouched(t *testing.T) {
 		}{
 			{"500s after retries", false, []fakeupstream.Reply{{Status: 500}, {Status: 500}, {Status: 500}},
 				func(t *testing.T, resp *gwtest.Response) { wantError(t, resp, http.StatusBadGateway, "upstream_error") }},
-			{"timeout", false, []fakeupstream.Reply{{Delay: 2 * time.Second}},
+			{"timeout", false, []fakeupstream.Reply{{Delay: 10 * time.Second}},
 				func(t *testing.T, resp *gwtest.Response) {
 					wantError(t, resp, http.StatusGatewayTimeout, "upstream_timeout")
 				}},
