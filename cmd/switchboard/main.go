@@ -77,7 +77,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		defer signal.Stop(hup)
 		reloader = app.Reloader{Load: func() (*graphs.Set, error) { return loadServe(*config, *listen) }, Signals: hup}
 		if *watch && *config != "" {
+			// The sum before the read: a change made while the gateway
+			// starts (after the read, before the watch) is not missed.
 			reloader.Path = *config
+			reloader.Sum, _ = app.ConfigSum(*config)
 		}
 	}
 	cfg, err := load(*config)

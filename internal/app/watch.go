@@ -22,7 +22,14 @@ type Reloader struct {
 	Path string
 	// Interval is the polling period; default 1s.
 	Interval time.Duration
+	// Sum is Path's checksum (ConfigSum) taken before the running config
+	// was read from it, so that a change made while the gateway started
+	// is seen; zero: the watch takes it when it starts.
+	Sum [sha256.Size]byte
 }
+
+// ConfigSum is the checksum serve --watch compares: the file's content.
+func ConfigSum(path string) ([sha256.Size]byte, error) { return fileSum(path) }
 
 // defaultWatchInterval is how often serve --watch reads the config file.
 const defaultWatchInterval = time.Second
@@ -45,7 +52,9 @@ func (a *App) WatchConfig(ctx context.Context, r Reloader) {
 	var last [sha256.Size]byte
 	var readErr string
 	if r.Path != "" {
-		last, _ = fileSum(r.Path)
+		if last = r.Sum; last == ([sha256.Size]byte{}) {
+			last, _ = fileSum(r.Path)
+		}
 		t := time.NewTicker(interval)
 		defer t.Stop()
 		tick = t.C
