@@ -471,8 +471,8 @@ func TestStreamIdleAndDeadlineShareATimer(t *testing.T) {
 			idle: 200 * time.Millisecond, timeout: 600 * time.Millisecond, want: "no complete answer within 600ms",
 			minTook: 600 * time.Millisecond, maxTook: 3 * time.Second, wantDeltas: -1},
 		{name: "a stall shortly before the deadline is a timeout", gaps: []time.Duration{0, 300 * time.Millisecond}, stall: true,
-			idle: 400 * time.Millisecond, timeout: 500 * time.Millisecond, want: "no complete answer within 500ms",
-			minTook: 500 * time.Millisecond, maxTook: 3 * time.Second, wantDeltas: 2},
+			idle: 700 * time.Millisecond, timeout: 900 * time.Millisecond, want: "no complete answer within 900ms",
+			minTook: 900 * time.Millisecond, maxTook: 3 * time.Second, wantDeltas: 2},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

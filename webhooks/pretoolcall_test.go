@@ -57,7 +57,13 @@ func TestPreToolCall(t *testing.T) {
 		{"http://no-such-host.invalid/secret-path", "unreachable: its host name does not resolve"},
 		{srv.URL + "/missing", "not a pre_tool_call answer"}, // 200 with an empty body
 	} {
-		_, err := c.PreToolCall(context.Background(), &graphs.Hook{URL: tc.url, Timeout: 100 * time.Millisecond}, call)
+		// Only the slow hook is given a short timeout: the others must fail
+		// for their own reason, which a busy machine may take longer to see.
+		timeout := 2 * time.Second
+		if strings.HasSuffix(tc.url, "/slow") {
+			timeout = 100 * time.Millisecond
+		}
+		_, err := c.PreToolCall(context.Background(), &graphs.Hook{URL: tc.url, Timeout: timeout}, call)
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 			t.Errorf("%s: err %v, want %q", tc.url, err, tc.want)
 		}
