@@ -35,7 +35,7 @@ func DeriveToolName(agent string) string {
 // validToolName reports whether name can be offered to a model as a tool:
 // whether it matches toolNamePattern, which error messages quote. A
 // request's client tools are each checked, and the loop costs a tenth of
-// the regular expression (TestValidToolNameIsThePattern holds the two
+// the regular expression (FuzzValidToolName holds the two
 // together).
 func validToolName(name string) bool {
 	if len(name) == 0 || len(name) > 64 {
