@@ -205,8 +205,71 @@ func (s *Server) serveMCP(c *gin.Context) {
 	}
 	c.Request.Body = io.NopCloser(bytes.NewReader(body))
 	ctx := context.WithValue(c.Request.Context(), mcpCallerKey{}, c)
-	s.mcp.ServeHTTP(c.Writer, c.Request.WithContext(ctx))
+	w := &mcpErrors{ResponseWriter: c.Writer}
+	s.mcp.ServeHTTP(w, c.Request.WithContext(ctx))
+	if w.status != 0 {
+		h := c.Writer.Header()
+		h.Del("Content-Type") // gin keeps a Content-Type already set
+		h.Del("X-Content-Type-Options")
+		s.abort(c, &Error{Status: w.status, Code: mcpErrorCode(w.status), Message: strings.TrimSpace(w.text.String())})
+	}
 }
+
+// mcpErrorCode is the code of an error the MCP handler answered with
+// status: a 403 is its check of the Host (DNS rebinding) or of the origin.
+func mcpErrorCode(status int) string {
+	switch {
+	case status == http.StatusForbidden:
+		return codeCrossOrigin
+	case status == http.StatusRequestEntityTooLarge:
+		return codeTooLarge
+	case status >= http.StatusInternalServerError:
+		return codeInternal
+	}
+	return codeInvalidRequest
+}
+
+// mcpErrors is the writer the MCP handler answers through. The SDK answers
+// a request it cannot serve (a body that is no JSON-RPC message, a method
+// it does not handle, an Accept or Content-Type it does not take) in plain
+// text (http.Error); mcpErrors keeps such an answer's status and text, and
+// serveMCP answers them in the gateway's error shape, as every other error
+// of /mcp and /v1 is (CONTRACT §3). Anything else passes through as the
+// SDK writes it, flushes included.
+type mcpErrors struct {
+	http.ResponseWriter
+	status int // a plain-text error's status; 0 until one is written
+	text   strings.Builder
+}
+
+// maxMCPErrorText bounds the text kept of a plain-text error.
+const maxMCPErrorText = 1 << 10
+
+func (w *mcpErrors) WriteHeader(code int) {
+	if code >= http.StatusBadRequest && strings.HasPrefix(w.Header().Get("Content-Type"), "text/plain") {
+		w.status = code
+		return
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *mcpErrors) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		return w.ResponseWriter.Write(b)
+	}
+	w.text.Write(b[:min(len(b), max(0, maxMCPErrorText-w.text.Len()))])
+	return len(b), nil
+}
+
+// Flush passes a stream's flush through; a kept error has nothing to flush.
+func (w *mcpErrors) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok && w.status == 0 {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection (deadlines).
+func (w *mcpErrors) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // runGraphTool runs graph g for one tool call, through serveRun as every
 // route runs a graph. A run that fails is a tool error (isError) whose text

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -172,12 +173,89 @@ func TestMCPOriginAndBodyLimit(t *testing.T) {
 	if r := post(ping, nil); r.StatusCode != http.StatusOK {
 		t.Errorf("no Origin: %d", r.StatusCode)
 	}
+	// The SDK's own check of the Host (DNS rebinding), in the same shape.
+	req, _ := http.NewRequest(http.MethodPost, gw.URL+"/mcp", strings.NewReader(ping))
+	req.Host = "rebound.example"
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	r, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Body.Close()
+	if r.StatusCode != http.StatusForbidden || code(r) != "cross_origin_forbidden" {
+		t.Errorf("another Host: %d", r.StatusCode)
+	}
 	if r := post(ping, map[string]string{"Origin": gw.URL}); r.StatusCode != http.StatusOK {
 		t.Errorf("the gateway's own origin: %d", r.StatusCode)
 	}
 	big := `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":{"pad":"` + strings.Repeat("x", 2100) + `"}}}`
 	if r := post(big, nil); r.StatusCode != http.StatusRequestEntityTooLarge || code(r) != "request_too_large" {
 		t.Errorf("a body over the limit: %d", r.StatusCode)
+	}
+}
+
+// TestMCPProtocolErrorsInTheGatewaysShape: what the SDK's handler refuses
+// in plain text (a body that is no JSON-RPC message, a method it does not
+// handle, a wrong Content-Type or Accept) is answered in the gateway's
+// error shape, with the SDK's status and words; what it serves is left as
+// it writes it.
+func TestMCPProtocolErrorsInTheGatewaysShape(t *testing.T) {
+	fake := fakeupstream.New(t)
+	gw := gwtest.Start(t, mcpYAML, map[string]string{"FAKE_URL": fake.URL})
+	post := func(body, contentType, accept string) (*http.Response, []byte) {
+		req, _ := http.NewRequest(http.MethodPost, gw.URL+"/mcp", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer acme-key")
+		req.Header.Set("Content-Type", contentType)
+		req.Header.Set("Accept", accept)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp, b
+	}
+	const both = "application/json, text/event-stream"
+	for _, tc := range []struct {
+		name, body, contentType, accept string
+		status                          int
+		words                           string
+	}{
+		{"not JSON", `{bad`, "application/json", both, http.StatusBadRequest, "malformed payload"},
+		{"an empty batch", `[]`, "application/json", both, http.StatusBadRequest, "empty batch"},
+		{"a method the server does not handle", `{"jsonrpc":"2.0","id":1,"method":"nope"}`, "application/json", both, http.StatusBadRequest, `"nope"`},
+		{"a body that is not JSON", `{}`, "text/plain", both, http.StatusUnsupportedMediaType, "Content-Type"},
+		{"no event streams accepted", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, "application/json", "application/json", http.StatusBadRequest, "text/event-stream"},
+	} {
+		resp, b := post(tc.body, tc.contentType, tc.accept)
+		var e struct {
+			Error struct {
+				Message string  `json:"message"`
+				Type    string  `json:"type"`
+				Param   *string `json:"param"`
+				Code    string  `json:"code"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(b, &e); err != nil {
+			t.Errorf("%s: %d %q is not the error shape: %v", tc.name, resp.StatusCode, b, err)
+			continue
+		}
+		if resp.StatusCode != tc.status || e.Error.Type != "invalid_request_error" || e.Error.Code != "invalid_request" ||
+			!strings.Contains(e.Error.Message, tc.words) || strings.HasSuffix(e.Error.Message, "\n") {
+			t.Errorf("%s: %d %s", tc.name, resp.StatusCode, b)
+		}
+		if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+			t.Errorf("%s: Content-Type %q", tc.name, ct)
+		}
+	}
+	resp, b := post(`{"jsonrpc":"2.0","id":7,"method":"ping"}`, "application/json", both)
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") ||
+		!strings.Contains(string(b), `"id":7`) {
+		t.Errorf("a ping: %d %q %s", resp.StatusCode, resp.Header.Get("Content-Type"), b)
 	}
 }
 
