@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/switchboard-ai/switchboard/runtime"
@@ -37,6 +38,13 @@ type responseRender struct {
 	msg     *messageItem // the message being streamed, nil when none
 	msgAt   int          // its output index
 	msgStep int          // the model call whose text it holds
+	// msgText holds the open message's text; its part's Text is always
+	// msgText.String(), which copies nothing. A Builder only appends, so
+	// the strings it gave out stay as they were: a message of n deltas
+	// costs its length, where concatenating each delta cost n² / 2 of its
+	// deltas' bytes, copied and thrown away (a long answer, thousands
+	// of deltas, copied hundreds of MB).
+	msgText strings.Builder
 	// said is whether the agent now speaking has streamed text since it
 	// took the run: if not, its final text arrives whole with the result.
 	said bool
@@ -180,8 +188,8 @@ func (r *responseRender) text(s string) {
 	if r.msg == nil {
 		r.openMessage()
 	}
-	part := &r.msg.Content[0]
-	part.Text += s
+	r.msgText.WriteString(s)
+	r.msg.Content[0].Text = r.msgText.String()
 	if r.send != nil {
 		r.event("response.output_text.delta", &textDeltaEvent{Type: "response.output_text.delta", SequenceNumber: r.seq,
 			ItemID: r.msg.ID, OutputIndex: r.msgAt, Delta: s, Logprobs: []any{}})
@@ -199,6 +207,7 @@ func (r *responseRender) openMessage() { r.openMessageAs(newID("msg_")) }
 func (r *responseRender) openMessageAs(id string) {
 	r.begin()
 	r.msg = &messageItem{Type: "message", ID: id, Status: "in_progress", Role: "assistant", Content: []outputText{}}
+	r.msgText = strings.Builder{} // the last message's text is its own
 	r.msgAt = len(r.resp.Output)
 	r.resp.Output = append(r.resp.Output, r.msg)
 	if r.send != nil {

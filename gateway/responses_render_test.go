@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"encoding/json"
+	goruntime "runtime"
 	"strings"
 	"testing"
 
@@ -329,5 +330,43 @@ func TestRenderEmptyAnswer(t *testing.T) {
 		if got := types(evs); !cmp.Equal(got, want) {
 			t.Errorf("events %v", got)
 		}
+	}
+}
+
+// TestRenderLongStreamCostsItsLength: a streamed message's text grows by
+// each delta without copying what came before. Concatenating each delta to
+// the text so far allocated n² / 2 of the deltas' bytes (800 MB for these
+// 4,000 deltas of 100 bytes); the message's text must cost about its
+// length. The text of a message must also not change once another one
+// has begun.
+func TestRenderLongStreamCostsItsLength(t *testing.T) {
+	const n, size = 4000, 100
+	delta := strings.Repeat("x", size)
+	var done []string
+	send := func(typ string, ev any) {
+		if d, ok := ev.(*textDoneEvent); ok {
+			done = append(done, d.Text)
+		}
+	}
+	r := newResponseRender(newResponse(newID("resp_"), "support", decodeReq(t, `{"model":"support","input":"hi","stream":true}`)), false, send)
+	r.onEvent(runtime.Event{Kind: runtime.EventAgentStart, Agent: "triage"})
+	r.onEvent(runtime.Event{Kind: runtime.EventDelta, Agent: "triage", Text: "first", Step: 1})
+	first := r.msg
+	var before, after goruntime.MemStats
+	goruntime.ReadMemStats(&before)
+	for range n {
+		r.onEvent(runtime.Event{Kind: runtime.EventDelta, Agent: "triage", Text: delta, Step: 2})
+	}
+	goruntime.ReadMemStats(&after)
+	if got, limit := after.TotalAlloc-before.TotalAlloc, uint64(16*n*size); got > limit {
+		t.Errorf("%d deltas of %d bytes allocated %d bytes; at most %d", n, size, got, limit)
+	}
+	r.finish(&runtime.Result{Agent: "triage", Message: runtime.Message{Role: "assistant"}, FinishReason: "stop"}, nil)
+	want := strings.Repeat(delta, n)
+	if len(done) != 2 || done[0] != "first" || done[1] != want {
+		t.Fatalf("output_text.done: %d texts, first %q", len(done), done[0])
+	}
+	if first.Content[0].Text != "first" || r.resp.Output[1].(*messageItem).Content[0].Text != want {
+		t.Error("the messages' texts are not what was streamed")
 	}
 }
