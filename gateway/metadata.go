@@ -25,6 +25,9 @@ const (
 // checkMetadata refuses metadata OpenAI refuses, and values that are no
 // scalar.
 func checkMetadata(md map[string]json.RawMessage) *Error {
+	if len(md) == 0 {
+		return nil
+	}
 	if len(md) > maxMetadataPairs {
 		return badRequest("metadata", "metadata has %d pairs; at most %d", len(md), maxMetadataPairs)
 	}

@@ -178,16 +178,17 @@ func checkMessages(msgs []runtime.Message) *Error {
 	for i := range msgs {
 		m := &msgs[i]
 		m.Handoff = nil
-		param := "messages[" + strconv.Itoa(i) + "]"
+		// The message's name in an error, made only for one.
+		param := func() string { return "messages[" + strconv.Itoa(i) + "]" }
 		switch m.Role {
 		case runtime.RoleSystem, runtime.RoleDeveloper, runtime.RoleUser:
 			if len(m.ToolCalls) > 0 {
-				return badRequest(param, "%s: only assistant messages may carry tool_calls", param)
+				return badRequest(param(), "%s: only assistant messages may carry tool_calls", param())
 			}
 		case runtime.RoleAssistant:
 			for j, c := range m.ToolCalls {
 				if c.ID == "" || c.Function.Name == "" || (c.Type != "" && c.Type != "function") {
-					return badRequest(param, "%s.tool_calls[%d] needs an id, type function and a function name", param, j)
+					return badRequest(param(), "%s.tool_calls[%d] needs an id, type function and a function name", param(), j)
 				}
 				if c.Type == "" {
 					m.ToolCalls[j].Type = "function"
@@ -195,12 +196,12 @@ func checkMessages(msgs []runtime.Message) *Error {
 			}
 		case runtime.RoleTool:
 			if m.ToolCallID == "" {
-				return badRequest(param, "%s: a tool message needs tool_call_id", param)
+				return badRequest(param(), "%s: a tool message needs tool_call_id", param())
 			}
 		case "":
-			return badRequest(param, "%s: role is required", param)
+			return badRequest(param(), "%s: role is required", param())
 		default:
-			return badRequest(param, "%s: unknown role %q (allowed: system, developer, user, assistant, tool)", param, m.Role)
+			return badRequest(param(), "%s: unknown role %q (allowed: system, developer, user, assistant, tool)", param(), m.Role)
 		}
 	}
 	return nil

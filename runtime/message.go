@@ -126,7 +126,12 @@ func (w *WireMessage) decode(m *Message) error {
 			m.Content = string(raw)
 			return nil
 		}
-		return json.Unmarshal(c, &m.Content)
+		// Into a string of its own: decoding into m.Content would move
+		// every message Message decodes to the heap.
+		var text string
+		err := json.Unmarshal(c, &text)
+		m.Content = text
+		return err
 	case c[0] == '[':
 		var parts []struct {
 			Type string `json:"type"`
