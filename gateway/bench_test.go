@@ -29,6 +29,17 @@ func benchBody(n int) []byte {
 }
 
 func BenchmarkDecodeChatRequest(b *testing.B) {
+	// The request of bench/streams: what fastChat decodes.
+	plain := []byte(`{"model":"support","stream":true,"messages":[{"role":"system","content":"Answer briefly."},{"role":"user","content":"What did you charge me for last month?"}]}`)
+	b.Run("plain", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(plain)))
+		for b.Loop() {
+			if _, e := decodeChatRequest(plain); e != nil {
+				b.Fatal(e.Message)
+			}
+		}
+	})
 	for _, n := range []int{2, 50} {
 		body := benchBody(n)
 		b.Run(fmt.Sprintf("messages=%d", n), func(b *testing.B) {
