@@ -15,10 +15,12 @@ import (
 // refuses, as always (unmarshalChat).
 //
 // What it returns is exactly what encoding/json returns for the same body
-// (FuzzFastChatRequest holds it to that). encoding/json took some 10 µs
-// and 45 allocations for a two-message request, a third of what a stream's
-// opening costs the gateway over a reverse proxy's (issue 22); this takes
-// a fraction of that, and five allocations.
+// (FuzzFastChatRequest holds it to that). For bench/streams' two-message
+// request, decoding and checking took 3.5 µs and 18 allocations with
+// encoding/json, 1.7 µs and 8 with fastChat; in a profile of a running
+// gateway, with cold caches, the decoding was some 37 µs a request, where
+// a stream's whole opening costs the gateway about 80 µs more than a
+// reverse proxy's (issue 22).
 func fastChat(body []byte) (req *chatRequest, ok bool) {
 	d := fastDecoder{b: body}
 	req = new(chatRequest)
