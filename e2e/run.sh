@@ -94,24 +94,31 @@ wait_file "${pids[1]}" "$work/tools.addr"
 export FAKE_URL="http://$(<"$work/fake.addr")"
 export TOOLS_URL="http://$(<"$work/tools.addr")"
 
-# start_gateway CONFIG: starts a gateway on a free port (the kernel picks
-# one, the probe releases it), waits for /readyz and writes its URL.
+# start_gateway CONFIG: starts a gateway on a port the kernel picks, reads
+# the address back from its "switchboard listening" log line (a port picked
+# by a probe and released before the gateway binds it could be taken by any
+# connection meanwhile), waits for /readyz and writes its URL.
 start_gateway() {
-  local config=$1 port url pid
-  port="$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')"
-  url="http://127.0.0.1:$port"
-  "$work/switchboard" serve --config "$config" --listen "127.0.0.1:$port" 2>"$work/gateway-$(basename "$config" .yaml).log" &
+  local config=$1 log url="" pid
+  log="$work/gateway-$(basename "$config" .yaml).log"
+  "$work/switchboard" serve --config "$config" --listen 127.0.0.1:0 2>"$log" &
   pid=$!
   pids+=("$pid")
   for _ in $(seq 200); do
     kill -0 "$pid" 2>/dev/null || { log "the gateway on $config exited before it was ready"; return 1; }
-    if node -e 'fetch(process.argv[1]).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))' "$url/readyz"; then
+    if [[ -z $url ]]; then
+      url="$(node -e '
+        for (const line of require("fs").readFileSync(process.argv[1], "utf8").split("\n")) {
+          try { const r = JSON.parse(line); if (r.msg === "switchboard listening") { console.log("http://" + r.addr); break } } catch {}
+        }' "$log")"
+    fi
+    if [[ -n $url ]] && node -e 'fetch(process.argv[1]).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))' "$url/readyz"; then
       echo "$url"
       return 0
     fi
     sleep 0.05
   done
-  log "the gateway on $config was not ready on $url/readyz"
+  log "the gateway on $config was not ready (${url:-no address logged yet})"
   return 1
 }
 # Not in $(...), whose subshell would keep the pids from cleanup.

@@ -3,7 +3,6 @@ package faults_test
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -13,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/switchboard-ai/switchboard/internal/testenv"
 )
 
 // gatewayProc is `switchboard serve` running as a child process.
@@ -28,9 +29,10 @@ type gatewayProc struct {
 	log bytes.Buffer
 }
 
-// startGatewayProc runs the gateway binary on yaml and waits until it
-// answers /healthz. The process is killed, if still alive, when the test
-// ends; its log is shown when the test failed.
+// startGatewayProc runs the gateway binary on yaml, on a port the kernel
+// picks (read back from its log: testenv.ListeningAddr), and waits until
+// it answers /healthz. The process is killed, if still alive, when the
+// test ends; its log is shown when the test failed.
 func startGatewayProc(t *testing.T, yaml string) *gatewayProc {
 	t.Helper()
 	bin := needBinary(t)
@@ -38,9 +40,8 @@ func startGatewayProc(t *testing.T, yaml string) *gatewayProc {
 	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	g := &gatewayProc{t: t, URL: "http://" + addr, done: make(chan struct{})}
-	g.cmd = exec.Command(bin, "serve", "--config", cfg, "--listen", addr)
+	g := &gatewayProc{t: t, done: make(chan struct{})}
+	g.cmd = exec.Command(bin, "serve", "--config", cfg, "--listen", "127.0.0.1:0")
 	g.cmd.Env = gatewayEnv()
 	g.cmd.SysProcAttr = childAttr()
 	w := &lockedWriter{mu: &g.mu, w: &g.log}
@@ -59,12 +60,19 @@ func startGatewayProc(t *testing.T, yaml string) *gatewayProc {
 	c := &http.Client{Timeout: time.Second}
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		resp, err := c.Get(g.URL + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				c.CloseIdleConnections()
-				return g
+		if g.URL == "" {
+			if addr, ok := testenv.ListeningAddr(g.output()); ok {
+				g.URL = "http://" + addr
+			}
+		}
+		if g.URL != "" {
+			resp, err := c.Get(g.URL + "/healthz")
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					c.CloseIdleConnections()
+					return g
+				}
 			}
 		}
 		select {

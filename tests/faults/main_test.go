@@ -9,7 +9,6 @@ package faults_test
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -82,14 +81,3 @@ const sharedRedisURL = testenv.RedisURL
 // needRedis skips a test when the shared Redis is unreachable, except in CI
 // where it fails loudly.
 func needRedis(t *testing.T) { testenv.NeedRedis(t) }
-
-// freePort returns a loopback port nothing listens on right now.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/switchboard-ai/switchboard/internal/testenv"
 )
 
 // redisProc is a private redis-server, a child of the test, that tests may
@@ -27,7 +29,9 @@ type redisProc struct {
 	log  bytes.Buffer
 }
 
-// startRedis starts a private redis-server on a free port; it is killed
+// startRedis starts a private redis-server on a free port outside the
+// kernel's ephemeral range (testenv.PrivatePort: a test restarts it on the
+// same port, which no outgoing connection may take meanwhile); it is killed
 // when the test ends. Without redis-server on PATH the test is skipped,
 // or fails in CI.
 func startRedis(t *testing.T) *redisProc {
@@ -38,7 +42,7 @@ func startRedis(t *testing.T) *redisProc {
 		}
 		t.Skipf("redis-server is not on PATH: %v", err)
 	}
-	r := &redisProc{t: t, port: freePort(t)}
+	r := &redisProc{t: t, port: testenv.PrivatePort(t)}
 	r.start()
 	t.Cleanup(r.kill)
 	return r

@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -70,7 +69,8 @@ type proc struct {
 }
 
 // start writes yaml to a file and serves it with the built binary (extra
-// flags after the config), waiting until /healthz answers.
+// flags after the config) on a port the kernel picks, read back from its
+// log (testenv.ListeningAddr), waiting until /healthz answers.
 func start(t *testing.T, yaml string, flags ...string) *proc {
 	t.Helper()
 	if binary.err != nil {
@@ -78,9 +78,7 @@ func start(t *testing.T, yaml string, flags ...string) *proc {
 	}
 	p := &proc{t: t, Config: filepath.Join(t.TempDir(), "switchboard.yaml"), done: make(chan struct{})}
 	p.write(yaml)
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	p.URL = "http://" + addr
-	p.cmd = exec.Command(binary.path, append([]string{"serve", "--config", p.Config, "--listen", addr}, flags...)...)
+	p.cmd = exec.Command(binary.path, append([]string{"serve", "--config", p.Config, "--listen", "127.0.0.1:0"}, flags...)...)
 	p.cmd.Env = env()
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	w := &lockedWriter{p: p}
@@ -101,6 +99,13 @@ func start(t *testing.T, yaml string, flags ...string) *proc {
 		case <-p.done:
 			t.Fatalf("gateway exited at start:\n%s", p.output())
 		default:
+		}
+		if p.URL == "" {
+			addr, ok := testenv.ListeningAddr(p.output())
+			if !ok {
+				return false
+			}
+			p.URL = "http://" + addr
 		}
 		r, err := http.Get(p.URL + "/healthz")
 		if err != nil {
@@ -171,16 +176,6 @@ func env() []string {
 		out = append(out, kv)
 	}
 	return out
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // eventually polls cond until it holds or d has passed.
