@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-ai/switchboard/internal/testenv"
 	"github.com/switchboard-ai/switchboard/runtime"
 )
 
@@ -38,15 +39,7 @@ func storeOps() []storeOp {
 }
 
 // closedAddr returns an address nothing listens on.
-func closedAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
-}
+func closedAddr(t *testing.T) string { return testenv.RefusingAddr(t) }
 
 // silentServer accepts connections and never answers, like a Redis that
 // hangs; it returns its address.

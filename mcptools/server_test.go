@@ -130,29 +130,23 @@ type httpServer struct {
 	release chan struct{}
 }
 
-// startHTTPServer listens on a kernel-chosen loopback port.
+// startHTTPServer listens on a port of its own (reserveAddr), where a
+// restart finds it free.
 func startHTTPServer(t *testing.T, wantAuth string) *httpServer {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &httpServer{t: t, addr: ln.Addr().String(), wantAuth: wantAuth, slowStarted: make(chan struct{}, 1)}
-	h.serve(ln)
+	h := &httpServer{t: t, addr: reserveAddr(t), wantAuth: wantAuth, slowStarted: make(chan struct{}, 1)}
+	h.start()
 	t.Cleanup(h.stop)
 	return h
 }
 
-// reserveAddr returns a loopback address nothing listens on (yet).
+// reserveAddr returns a loopback address nothing listens on yet, and that
+// nothing but this test takes until it ends (testenv.PrivatePort): a
+// server killed there can be brought back, and one not started yet is
+// refused meanwhile.
 func reserveAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
+	return testenv.RefusingAddr(t)
 }
 
 func (h *httpServer) URL() string { return "http://" + h.addr + "/mcp" }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/switchboard-ai/switchboard/graphs"
 	"github.com/switchboard-ai/switchboard/internal/fakeupstream"
+	"github.com/switchboard-ai/switchboard/internal/testenv"
 	"github.com/switchboard-ai/switchboard/runtime"
 )
 
@@ -236,12 +236,7 @@ func TestCallerDeadlineIsATimeout(t *testing.T) {
 }
 
 func TestConnectionRefused(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := testenv.RefusingAddr(t)
 	r, err := New(map[string]graphs.Provider{"down": {Kind: graphs.ProviderOpenAI, BaseURL: "http://" + addr + "/v1"}}, fastOptions())
 	if err != nil {
 		t.Fatal(err)

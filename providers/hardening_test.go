@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/switchboard-ai/switchboard/graphs"
+	"github.com/switchboard-ai/switchboard/internal/testenv"
 	"github.com/switchboard-ai/switchboard/runtime"
 )
 
@@ -235,13 +236,7 @@ func TestProviderErrorTextIsScrubbed(t *testing.T) {
 }
 
 func TestClientErrorsNameNoAddress(t *testing.T) {
-	// A port nothing listens on.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := "http://" + ln.Addr().String() + "/v1"
-	ln.Close()
+	closed := "http://" + testenv.RefusingAddr(t) + "/v1"
 	// A server that resets every connection once the request is in.
 	reset := func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)

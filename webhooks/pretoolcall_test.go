@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/switchboard-ai/switchboard/graphs"
+	"github.com/switchboard-ai/switchboard/internal/testenv"
 	"github.com/switchboard-ai/switchboard/runtime"
 )
 
@@ -36,12 +36,7 @@ func TestPreToolCall(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := "http://" + ln.Addr().String() + "/secret-path"
-	_ = ln.Close()
+	closed := "http://" + testenv.RefusingAddr(t) + "/secret-path"
 
 	c := New(nil)
 	call := &runtime.HookCall{Tool: "issue_refund", Arguments: json.RawMessage(`{"amount":5}`), Metadata: map[string]string{}}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -98,12 +97,7 @@ func TestRun(t *testing.T) {
 // session's readers see, and a log line (CONTRACT §14). The cause stays
 // for errors.Is.
 func TestFailureNamesNoURL(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closedAddr := ln.Addr().String()
-	ln.Close() // nothing listens there: connection refused
+	closedAddr := testenv.RefusingAddr(t) // nothing listens there: connection refused
 	hang := make(chan struct{})
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-hang }))
 	defer slow.Close()

@@ -2,7 +2,6 @@ package upstream_test
 
 import (
 	"encoding/json"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -156,15 +155,7 @@ func start(t *testing.T, s setup) *rig {
 // closedURL is a base URL on a port that refuses connections.
 func closedURL(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	if err := ln.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return "http://" + addr + "/v1"
+	return "http://" + testenv.RefusingAddr(t) + "/v1"
 }
 
 // chatBody is a one-user-message request, streamed or not.
