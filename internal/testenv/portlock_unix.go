@@ -14,7 +14,8 @@ import (
 // another holder has it. A second lock of the same port in this process
 // fails too: flock locks belong to an open file, not a process.
 func portLock(p int) (unlock func(), ok bool) {
-	dir := filepath.Join(os.TempDir(), "switchboard-test-ports")
+	// One directory per user: another user's would not be writable.
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("switchboard-test-ports-%d", os.Getuid()))
 	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return nil, false
 	}
