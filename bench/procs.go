@@ -4,10 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -39,19 +39,17 @@ type proc struct {
 	log  syncBuffer
 }
 
-// start runs bin with args (where "{addr}" is replaced by a free loopback
-// address) and waits until GET /metrics answers. The child gets a clean
-// environment so that no SWITCHBOARD_* or OTEL_* variable of the caller
-// changes what is measured.
+// start runs bin with args, where "{addr}" becomes 127.0.0.1:0, reads the
+// address the child listens on from its log (listenedOn), and waits until
+// GET /metrics answers. A port picked here and released for the child
+// could be taken by any socket before the child bound it. The child gets a
+// clean environment so that no SWITCHBOARD_* or OTEL_* variable of the
+// caller changes what is measured.
 func start(name, bin string, args ...string) (*proc, error) {
-	addr, err := freeAddr()
-	if err != nil {
-		return nil, err
-	}
 	for i, a := range args {
-		args[i] = strings.ReplaceAll(a, "{addr}", addr)
+		args[i] = strings.ReplaceAll(a, "{addr}", "127.0.0.1:0")
 	}
-	p := &proc{name: name, base: "http://" + addr}
+	p := &proc{name: name}
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
 	p.cmd.Stdout, p.cmd.Stderr = &p.log, &p.log
@@ -60,6 +58,14 @@ func start(name, bin string, args ...string) (*proc, error) {
 	}
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
+		if p.base == "" {
+			addr, ok := listenedOn(p.log.String())
+			if !ok {
+				time.Sleep(20 * time.Millisecond)
+				continue
+			}
+			p.base = "http://" + addr
+		}
 		resp, err := http.Get(p.base + "/metrics")
 		if err == nil {
 			_, _ = io.Copy(io.Discard, resp.Body)
@@ -90,13 +96,20 @@ func (p *proc) stop() {
 	}
 }
 
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("find a free port: %w", err)
+// listenedOn returns the address of the first JSON log line whose message
+// says the process is listening ("switchboard listening", "revproxy
+// listening", ...), once the log holds one.
+func listenedOn(log string) (string, bool) {
+	for line := range strings.Lines(log) {
+		var rec struct {
+			Msg  string `json:"msg"`
+			Addr string `json:"addr"`
+		}
+		if json.Unmarshal([]byte(line), &rec) == nil && strings.HasSuffix(rec.Msg, " listening") && rec.Addr != "" {
+			return rec.Addr, true
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
+	return "", false
 }
 
 // cpu is the process's CPU time so far (user + system), summed over its

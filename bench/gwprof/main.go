@@ -72,6 +72,8 @@ func run(config, listen string) error {
 	if err != nil {
 		return err
 	}
+	// As `switchboard serve` does: the harness reads the address here.
+	log.Info("switchboard listening", "addr", ln.Addr().String())
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() { <-ctx.Done(); _ = srv.Close() }()
 	if err := srv.Serve(ln); err != http.ErrServerClosed {

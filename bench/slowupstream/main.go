@@ -18,7 +18,9 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"net/http"
+	"os"
 	"runtime"
 	"time"
 )
@@ -40,7 +42,7 @@ func main() {
 	gap := flag.Duration("gap", 200*time.Millisecond, "time between two content chunks")
 	chunks := flag.Int("chunks", 25, "content chunks per stream")
 	flag.Parse()
-	srv := &http.Server{Addr: *listen, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
@@ -79,7 +81,13 @@ func main() {
 		fmt.Fprintf(w, "go_goroutines %d\n", runtime.NumGoroutine())
 	})
 	srv.Handler = mux
-	log.Fatal(srv.ListenAndServe())
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		log.Fatal(err)
+	}
+	// The harness starts it on port 0 and reads the address here.
+	fmt.Fprintf(os.Stderr, "{\"msg\":\"slowupstream listening\",\"addr\":%q}\n", ln.Addr().String())
+	log.Fatal(srv.Serve(ln))
 }
 
 // stream sends n content chunks gap apart, then the end of the answer a gap
