@@ -10,6 +10,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -166,27 +167,40 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
+// startGateway runs the gateway on a port the kernel picks and reads the
+// address from its "switchboard listening" log line: a port picked here
+// and released for the gateway could be taken by any socket meanwhile.
 func startGateway(bin, cfg string) (*gateway, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	g := &gateway{addr: addr, log: &lockedBuffer{}}
-	g.cmd = exec.Command(bin, "serve", "--config", cfg, "--listen", addr)
+	g := &gateway{log: &lockedBuffer{}}
+	g.cmd = exec.Command(bin, "serve", "--config", cfg, "--listen", "127.0.0.1:0")
 	g.cmd.Stdout, g.cmd.Stderr = g.log, g.log
 	if err := g.cmd.Start(); err != nil {
 		return nil, err
 	}
 	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
+		if g.addr == "" {
+			g.addr = listeningAddr(g.log.String())
+			continue
+		}
+		if resp, err := http.Get("http://" + g.addr + "/healthz"); err == nil {
 			resp.Body.Close()
 			return g, nil
 		}
 	}
 	g.kill()
 	return nil, fmt.Errorf("the gateway did not start:\n%s", g.log.String())
+}
+
+// listeningAddr is the address of the gateway's "switchboard listening"
+// log line, or "" before it is written.
+func listeningAddr(log string) string {
+	for line := range strings.Lines(log) {
+		var rec struct{ Msg, Addr string }
+		if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "switchboard listening" {
+			return rec.Addr
+		}
+	}
+	return ""
 }
 
 func (g *gateway) kill() {
