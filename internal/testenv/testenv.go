@@ -1,6 +1,6 @@
 // Package testenv holds what the project's test suites share about their
-// environment: the real Redis they use, and the goroutines a finished test
-// may leave for a moment.
+// environment: the real Redis they use, the goroutines a finished test
+// may leave for a moment, and how a test gets a port (ports.go).
 package testenv
 
 import (
