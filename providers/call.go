@@ -310,7 +310,7 @@ func (c *call) stream(onDelta func(string)) (*runtime.ChatResponse, error) {
 // drain reads the rest of a whole answer's body: a server that does not
 // end the body at once loses its connection rather than delay the answer.
 func (c *call) drain() {
-	t := time.AfterFunc(drainWait, c.drained)
+	t := time.AfterFunc(c.u.drainWait, c.drained)
 	c.a.drain()
 	t.Stop()
 }

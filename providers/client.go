@@ -171,6 +171,10 @@ type upstream struct {
 	secrets []string
 	// capture lets an error text that quotes the request through.
 	capture bool
+	// drainWait is how long a stream waits for its body's end after
+	// [DONE] (drainWait, the constant; a test that is about reuse, not
+	// about that window, widens it).
+	drainWait time.Duration
 }
 
 // newUpstream checks p and builds its client.
@@ -206,6 +210,7 @@ func newUpstream(name string, p graphs.Provider, opts Options, tracer trace.Trac
 	tr := newTransport(timeout)
 	return &upstream{
 		maxResponse: maxResponse,
+		drainWait:   drainWait,
 		secrets:     secrets,
 		capture:     opts.CaptureContent,
 		name:        name,

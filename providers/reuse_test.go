@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -49,14 +50,37 @@ func TestCallsReuseConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(r.Close)
+	// Two races made this test open 2 connections for 6 calls once in CI
+	// (-race, packages in parallel), and it is about neither. The server
+	// ends each body a millisecond after [DONE], which on a loaded machine
+	// can come after drainWait, when the connection is dropped as it
+	// should be: the window has tests of its own (TestStreamEndsAtDone,
+	// TestLateDrainCancelSparesReusedConnection), and is widened here.
+	r.upstreams[0].drainWait = time.Minute
+	// And net/http puts a connection back in its pool from a goroutine of
+	// its own, a moment after the body has ended: a call made at once
+	// can dial a second connection. So each call waits until its
+	// connection is back (which a drain that does not read to the body's
+	// end never lets happen).
+	idle := make(chan struct{}, 1)
+	ctx := httptrace.WithClientTrace(t.Context(), &httptrace.ClientTrace{PutIdleConn: func(err error) {
+		if err == nil {
+			idle <- struct{}{}
+		}
+	}})
 	for i := range 6 {
 		stream := i%3 != 2
-		resp, err := r.Chat(t.Context(), userRequest("hello", stream), nil)
+		resp, err := r.Chat(ctx, userRequest("hello", stream), nil)
 		if err != nil {
 			t.Fatalf("call %d (stream %v): %v", i, stream, err)
 		}
 		if resp.Message.Content != "hi" {
 			t.Fatalf("call %d answered %q, want %q", i, resp.Message.Content, "hi")
+		}
+		select {
+		case <-idle:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("call %d (stream %v): its connection never went back to the pool", i, stream)
 		}
 	}
 	if n := conns.Load(); n != 1 {
