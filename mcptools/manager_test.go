@@ -196,9 +196,20 @@ func TestStdioToolsAndResults(t *testing.T) {
 var errAny = errors.New("any error")
 
 func TestStdioCallTimesOut(t *testing.T) {
-	m, _ := startManager(t, stdioYAML("500ms"), nil)
+	// The timeout also bounds starting the server and its handshake, which
+	// on a loaded machine (CI: -race, packages in parallel) once took
+	// longer than the 500 ms this test gave it: the call then found the
+	// server unavailable. So the timeout leaves room for a start, and the
+	// test waits for the session before it calls.
+	m, _ := startManager(t, stdioYAML("2s"), nil)
+	eventually(t, "the server's tools", func() error {
+		if len(m.offeredTo("billing")) == 0 {
+			return errors.New("no tools yet")
+		}
+		return nil
+	})
 	_, err := m.Call(context.Background(), "local", "slow", "{}")
-	if err == nil || !strings.Contains(err.Error(), "did not answer within 500ms") {
+	if err == nil || !strings.Contains(err.Error(), "did not answer within 2s") {
 		t.Fatalf("slow = %v, want a timeout", err)
 	}
 	// The server is alive: its session is kept.
