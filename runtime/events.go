@@ -24,6 +24,9 @@ const (
 	// EventSubagentDone: the sub-agent answered; its answer is the call's
 	// tool result.
 	EventSubagentDone
+	// EventFlush: the model paused (StreamPauser), or its call ended, after
+	// Batched deltas: what a renderer held of them must go now.
+	EventFlush
 )
 
 // Event is one thing that happened during a run. The gateway renders events
@@ -41,6 +44,10 @@ type Event struct {
 	// that shows each model turn's text as a message of its own tells one
 	// turn's text from the next by it.
 	Step int
+	// Batched is set on an EventDelta that an EventFlush will follow
+	// before the run waits on anything (streampause.go): a renderer may
+	// hold it, to send it with the deltas after it.
+	Batched bool
 }
 
 // Result is the outcome of a run that finished.

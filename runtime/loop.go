@@ -40,6 +40,10 @@ type run struct {
 	usageMu    sync.Mutex // guards usage while a turn's sub-agents run
 	resumed    bool       // the turn a previous request suspended is done
 	streamed   bool       // the model call in flight sent text to the client
+	// pauser: the model call in flight took StreamPauser; batched: a
+	// delta it sent waits for EventFlush (streampause.go).
+	pauser, batched bool
+	pauseFn         func() // rn.pause, made once
 
 	// The run's messages are history followed by transcript. history is
 	// the session as loaded, shared with the store and read only; the run

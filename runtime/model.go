@@ -21,7 +21,8 @@ func (rn *run) callModel(ctx context.Context, step int) (*ChatResponse, error) {
 		rn.model.Request.Model = ref
 		start := time.Now()
 		var resp *ChatResponse
-		resp, err = rn.chains.model(ctx, &rn.model)
+		resp, err = rn.chains.model(rn.pauseContext(ctx), &rn.model)
+		rn.pause()
 		rn.external += time.Since(start)
 		if err == nil {
 			return resp, nil
@@ -61,7 +62,8 @@ func (rn *run) prepareModelCall(ctx context.Context, step int) error {
 func (rn *run) deltaFor(agent string, step int) func(string) {
 	return func(text string) {
 		rn.streamed = true
-		rn.emit(Event{Kind: EventDelta, Agent: agent, Text: text, Step: step})
+		rn.batched = rn.batched || rn.pauser
+		rn.emit(Event{Kind: EventDelta, Agent: agent, Text: text, Step: step, Batched: rn.pauser})
 	}
 }
 

@@ -131,7 +131,8 @@ type Model interface {
 	// before the first byte are the Model's business; fallbacks are the run's.
 	// req is the caller's, and its messages are in part a session's
 	// history, shared with the store: a Model reads them and never changes
-	// them.
+	// them. A Model that streams may take StreamPauser(ctx), so that the
+	// deltas it reads together reach the client together.
 	Chat(ctx context.Context, req *ChatRequest, onDelta func(text string)) (*ChatResponse, error)
 }
 
