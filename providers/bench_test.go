@@ -54,7 +54,7 @@ func BenchmarkEventReader(b *testing.B) {
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		e := newEventReader(bytes.NewReader(body))
+		e := newEventReader(bytes.NewReader(body), nil)
 		for {
 			if _, err := e.next(); err == io.EOF {
 				break
@@ -76,7 +76,7 @@ func BenchmarkEventArrivals(b *testing.B) {
 	body := &oneEventReads{}
 	for b.Loop() {
 		body.event, body.left, body.off = chunk, 100, 0
-		e := newEventReader(body)
+		e := newEventReader(body, nil)
 		for {
 			if _, err := e.next(); err == io.EOF {
 				break

@@ -280,6 +280,9 @@ func (c *call) open() error {
 // stream reads an open stream. The call's timer bounds each wait for the
 // next event by the idle timeout, within the call's deadline: it is set
 // for the sooner of the two here, and each event records its time (fire).
+// The run is told before each wait, and at the stream's end, that the
+// deltas read so far have all been handed over (runtime.StreamPauser): the
+// deltas of one read leave for the client together.
 func (c *call) stream(onDelta func(string)) (*runtime.ChatResponse, error) {
 	defer c.a.body.Close()
 	c.event()
@@ -287,11 +290,18 @@ func (c *call) stream(onDelta func(string)) (*runtime.ChatResponse, error) {
 		c.timer.Reset(min(c.u.idle, left))
 	}
 	c.acc = streamAcc{}
-	events := newEventReader(c.a.body)
+	var pause func()
+	if onDelta != nil { // a stream with no one to take its deltas has none to batch
+		pause = runtime.StreamPauser(c.parent)
+	}
+	events := newEventReader(c.a.body, pause)
 	defer events.close()
 	for {
 		data, err := events.next()
 		if errors.Is(err, io.EOF) {
+			if pause != nil {
+				pause() // before the drain, which may wait
+			}
 			c.drain()
 			break
 		}

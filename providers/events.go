@@ -28,8 +28,11 @@ type eventReader struct {
 	other bytes.Buffer // lines that are not data events: an error body, maybe
 }
 
-func newEventReader(body io.Reader) *eventReader {
-	return &eventReader{src: primedBody{body: body}}
+// newEventReader reads the events of body. pause, when not nil, is called
+// before every read of body that may wait: the stream's events read so far
+// have all been handed over (runtime.StreamPauser).
+func newEventReader(body io.Reader, pause func()) *eventReader {
+	return &eventReader{src: primedBody{body: body, pause: pause}}
 }
 
 // eventBuffer is the size of an event reader's buffer: a chunk's line is a
@@ -51,6 +54,7 @@ var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, eventB
 // event in front of it.
 type primedBody struct {
 	body  io.Reader
+	pause func() // before a read of body, when not nil
 	first [1]byte
 	has   bool
 }
@@ -61,11 +65,20 @@ func (p *primedBody) Read(b []byte) (int, error) {
 		b[0], p.has = p.first[0], false
 		return 1, nil
 	}
+	p.paused()
 	return p.body.Read(b)
+}
+
+// paused calls pause, if any: a read of the body is next.
+func (p *primedBody) paused() {
+	if p.pause != nil {
+		p.pause()
+	}
 }
 
 // wait waits for the body's next byte, then takes a buffer to read on.
 func (e *eventReader) wait() error {
+	e.src.paused()
 	for {
 		n, err := e.src.body.Read(e.src.first[:])
 		if n > 0 {

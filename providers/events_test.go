@@ -34,7 +34,7 @@ func goOpenAIEvents(t testing.TB, body []byte) (payloads []string, end error) {
 
 // ourEvents reads body with eventReader.
 func ourEvents(t testing.TB, body []byte) (payloads []string, end error) {
-	return readEvents(t, "eventReader", newEventReader(bytes.NewReader(body)).next)
+	return readEvents(t, "eventReader", newEventReader(bytes.NewReader(body), nil).next)
 }
 
 // readEvents calls next until it fails: the payloads and the error.
@@ -185,7 +185,7 @@ func TestEventReaderHoldsNoBufferBetweenEvents(t *testing.T) {
 				a.parts = append(a.parts, []byte(p))
 			}
 			a.parts = append([][]byte{{}}, a.parts...) // the first arrival is waited for too
-			e := newEventReader(a)
+			e := newEventReader(a, nil)
 			a.e = e
 			gotP, gotErr := readEvents(t, "arrivals", e.next)
 			e.close()
