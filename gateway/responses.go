@@ -188,11 +188,15 @@ func (r *responsesRenderer) event(ev runtime.Event) {
 		return
 	}
 	// What the event renders (the first text: the response's and the
-	// message's opening events with it) leaves in one write.
+	// message's opening events with it) leaves in one write; a batched
+	// delta's, with the deltas after it, at the next EventFlush
+	// (runtime.StreamPauser).
 	r.w.holding = true
 	r.rnd.onEvent(ev)
 	r.w.holding = false
-	r.w.stream.flush()
+	if !ev.Batched {
+		r.w.stream.flush()
+	}
 }
 
 func (r *responsesRenderer) result(res *runtime.Result) *Error {

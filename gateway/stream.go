@@ -82,6 +82,9 @@ type sse struct {
 	// ending: the stream's last chunks are being written; each is held
 	// until [DONE], and they leave together (streamGuard.hold).
 	ending bool
+	// batch: the chunk being written is of a batched delta, held until
+	// the run's next EventFlush.
+	batch bool
 
 	sessionID    string
 	includeUsage bool
@@ -117,7 +120,13 @@ func (w *sse) event(ev runtime.Event) {
 		}
 		w.agent = ev.Agent
 	case runtime.EventDelta:
+		// A batched delta leaves with the ones after it, at the next
+		// EventFlush (runtime.StreamPauser).
+		w.batch = ev.Batched
 		w.delta(ev.Agent, ev.Text)
+		w.batch = false
+	case runtime.EventFlush:
+		w.stream.flush()
 	case runtime.EventHandoff:
 		w.handoff(&ev)
 	case runtime.EventSubagentStart, runtime.EventSubagentDelta, runtime.EventSubagentDone:
@@ -323,7 +332,7 @@ func (w *sse) errorEvent(v any) {
 // one of the stream's last chunks leaves with [DONE].
 func (w *sse) send(event []byte) {
 	w.begin()
-	if w.ending {
+	if w.ending || w.batch {
 		w.stream.hold(event)
 		return
 	}

@@ -1,11 +1,17 @@
 package gateway_test
 
 import (
+	"bufio"
+	"bytes"
+	"context"
 	"encoding/json"
 	"net"
+	"net/http"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/switchboard-ai/switchboard/internal/fakeupstream"
 	"github.com/switchboard-ai/switchboard/internal/gwtest"
@@ -37,6 +43,74 @@ func (c *countedConn) Write(b []byte) (int, error) {
 	return c.Conn.Write(b)
 }
 
+// gatedStream posts body to path and reads the stream as it comes. The
+// upstream's reply waits on gate before each chunk after its first text
+// (fakeupstream.Reply.Gate): gatedStream lets one go each time it reads an
+// event isDelta calls a delta, and all the rest after the deltas-th. So
+// each delta reaches the gateway in a read of its own, once the one before
+// it has reached the client, as a stream's chunks do when the gateway
+// keeps up. It returns the events' data.
+func gatedStream(t *testing.T, gw *gwtest.Gateway, path string, body map[string]any, gate chan<- struct{}, deltas int, isDelta func(string) bool) []string {
+	t.Helper()
+	enc, err := json.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A delta the gateway held would never let the next chunk go: the
+	// request fails at this deadline instead of hanging.
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "POST", gw.URL+path, bytes.NewReader(enc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	var events []string
+	seen := 0
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		d, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		events = append(events, d)
+		if seen < deltas && isDelta(d) {
+			if seen++; seen == deltas {
+				close(gate)
+			} else {
+				gate <- struct{}{}
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if seen != deltas {
+		t.Fatalf("%d deltas, want %d: %q", seen, deltas, events)
+	}
+	return events
+}
+
+// isChatDelta tells a chat chunk with text.
+func isChatDelta(d string) bool {
+	var c struct {
+		Choices []struct {
+			Delta struct {
+				Content string `json:"content"`
+			} `json:"delta"`
+		} `json:"choices"`
+	}
+	return json.Unmarshal([]byte(d), &c) == nil && len(c.Choices) > 0 && c.Choices[0].Delta.Content != ""
+}
+
 // A stream's text leaves as it comes, a write for each delta (the first
 // with the headers); what ends it (the finish chunk, the usage chunk when
 // asked for, [DONE]) is made at one moment and leaves in one write, then
@@ -61,6 +135,10 @@ func TestStreamEndLeavesInOneWrite(t *testing.T) {
 		{"client tool call", fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{{ID: "c1", Name: "lookup", Arguments: `{}`}}}, true, 1 + 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			gate := make(chan struct{})
+			if tc.reply.StreamChunks != nil {
+				tc.reply.Gate = gate
+			}
 			fake.Push(tc.reply)
 			body := map[string]any{"model": "gpt-6-astra", "stream": true,
 				"messages": []map[string]any{{"role": "user", "content": "hi"}}}
@@ -71,15 +149,78 @@ func TestStreamEndLeavesInOneWrite(t *testing.T) {
 				body["tools"] = []map[string]any{{"type": "function", "function": map[string]any{"name": "lookup", "parameters": map[string]any{"type": "object"}}}}
 			}
 			before := counter.writes.Load()
-			resp := gw.Chat(body, nil)
-			chunks := readStream(t, resp)
+			events := gatedStream(t, gw, "/v1/chat/completions", body, gate, len(tc.reply.StreamChunks), isChatDelta)
 			got := counter.writes.Load() - before
 			if got != tc.writes {
+				t.Errorf("%d writes on the connection, want %d:\n%q", got, tc.writes, events)
+			}
+			var last struct {
+				Usage *struct{} `json:"usage"`
+			}
+			if tc.usage && (len(events) < 2 || json.Unmarshal([]byte(events[len(events)-2]), &last) != nil || last.Usage == nil) {
+				t.Errorf("no usage chunk last: %q", events)
+			}
+		})
+	}
+}
+
+// Text the gateway reads from its provider in one read leaves in one
+// write: the deltas of one read are held until the provider's stream is
+// about to wait for more (runtime.StreamPauser), as a reverse proxy relays
+// what one read brought. The first delta still leaves at once, with the
+// headers. It was a write for each delta.
+func TestStreamDeltasReadTogetherLeaveTogether(t *testing.T) {
+	fake := fakeupstream.New(t)
+	counter := &writeCounter{}
+	gw := gwtest.StartListener(t, gwtest.Compile(t, oneAgentYAML, map[string]string{"FAKE_URL": fake.URL}),
+		func(l net.Listener) net.Listener { counter.Listener = l; return counter })
+	for _, tc := range []struct {
+		name   string
+		path   string
+		body   map[string]any
+		writes int64
+	}{
+		// The first delta with the headers; the other two; the end; the
+		// chunked body's end (5 before).
+		{"chat", "/v1/chat/completions", map[string]any{"model": "gpt-6-astra", "stream": true,
+			"messages": []map[string]any{{"role": "user", "content": "hi"}}}, 4},
+		// response.created with the headers; in_progress to the three
+		// deltas; the end; the chunked body's end (6 before).
+		{"responses", "/v1/responses", map[string]any{"model": "gpt-6-astra", "stream": true, "input": "hi"}, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fake.Push(fakeupstream.Reply{StreamChunks: []string{"a", "b", "c"}, Together: true})
+			before := counter.writes.Load()
+			resp := gw.Do(t.Context(), "POST", tc.path, tc.body, nil)
+			if resp.Status != 200 {
+				t.Fatalf("status %d: %s", resp.Status, resp.Body)
+			}
+			if got := counter.writes.Load() - before; got != tc.writes {
 				t.Errorf("%d writes on the connection, want %d:\n%s", got, tc.writes, resp.Body)
 			}
-			last := chunks[len(chunks)-1]
-			if tc.usage && last.Usage == nil {
-				t.Errorf("no usage chunk last:\n%s", resp.Body)
+			var text strings.Builder
+			for _, d := range gwtest.SSE(t, resp.Body) {
+				var ev struct {
+					Type    string `json:"type"`
+					Delta   string `json:"delta"`
+					Choices []struct {
+						Delta struct {
+							Content string `json:"content"`
+						} `json:"delta"`
+					} `json:"choices"`
+				}
+				if d == "[DONE]" || json.Unmarshal([]byte(d), &ev) != nil {
+					continue
+				}
+				if ev.Type == "response.output_text.delta" {
+					text.WriteString(ev.Delta + "|")
+				}
+				if len(ev.Choices) > 0 && ev.Choices[0].Delta.Content != "" {
+					text.WriteString(ev.Choices[0].Delta.Content + "|")
+				}
+			}
+			if text.String() != "a|b|c|" {
+				t.Errorf("deltas %q, want a|b|c|", text.String())
 			}
 		})
 	}
@@ -91,14 +232,13 @@ func TestStreamEndLeavesInOneWrite(t *testing.T) {
 // response.completed, and [DONE]) leaves in one write. Each event was a
 // write of its own: 13 for this stream.
 func TestResponsesStreamWritesAnEventsRenderingAtOnce(t *testing.T) {
-	fake := fakeupstream.New(t, fakeupstream.Reply{StreamChunks: []string{"a", "b", "c"}})
+	gate := make(chan struct{})
+	fake := fakeupstream.New(t, fakeupstream.Reply{StreamChunks: []string{"a", "b", "c"}, Gate: gate})
 	counter := &writeCounter{}
 	gw := gwtest.StartListener(t, gwtest.Compile(t, oneAgentYAML, map[string]string{"FAKE_URL": fake.URL}),
 		func(l net.Listener) net.Listener { counter.Listener = l; return counter })
-	resp := gw.Do(t.Context(), "POST", "/v1/responses", map[string]any{"model": "gpt-6-astra", "stream": true, "input": "hi"}, nil)
-	if resp.Status != 200 {
-		t.Fatalf("status %d: %s", resp.Status, resp.Body)
-	}
+	events := gatedStream(t, gw, "/v1/responses", map[string]any{"model": "gpt-6-astra", "stream": true, "input": "hi"}, gate, 3,
+		func(d string) bool { return strings.Contains(d, `"type":"response.output_text.delta"`) })
 	// response.created alone, with the headers (the first write is made
 	// as every stream's is); in_progress, output_item.added,
 	// content_part.added and the first delta; the two other deltas; the
@@ -107,7 +247,7 @@ func TestResponsesStreamWritesAnEventsRenderingAtOnce(t *testing.T) {
 		t.Errorf("%d writes on the connection, want 6", got)
 	}
 	var types []string
-	for i, d := range gwtest.SSE(t, resp.Body) {
+	for i, d := range events {
 		if d == "[DONE]" {
 			types = append(types, d)
 			continue

@@ -1,6 +1,7 @@
 package fakeupstream
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"time"
@@ -17,6 +18,19 @@ func (a *answer) stream() {
 	a.w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(a.w)
 	_ = rc.Flush()
+	if a.reply.Together {
+		// Every event is written to a buffer, which goes in one write at
+		// the end.
+		w := a.w
+		var all bytes.Buffer
+		a.w = togetherWriter{ResponseWriter: w, buf: &all}
+		defer func() {
+			a.w = w
+			_, _ = w.Write(all.Bytes())
+			_ = rc.Flush()
+		}()
+		rc = http.NewResponseController(a.w)
+	}
 
 	includeUsage := a.req.StreamOptions != nil && a.req.StreamOptions.IncludeUsage
 	created := time.Now().Unix()
@@ -27,6 +41,13 @@ func (a *answer) stream() {
 	send := func(choices []any, usage *Usage) bool {
 		if sent >= 2 && a.reply.ChunkDelay > 0 && !a.wait(a.reply.ChunkDelay) {
 			return false
+		}
+		if sent >= 2 && a.reply.Gate != nil {
+			select {
+			case <-a.reply.Gate:
+			case <-a.ctx.Done():
+				return false
+			}
 		}
 		sent++
 		chunk := map[string]any{
@@ -123,3 +144,14 @@ func split(s string, n int) []string {
 	}
 	return out
 }
+
+// togetherWriter keeps what a Together reply writes, and its flushes do
+// nothing: the reply leaves in one write at its end.
+type togetherWriter struct {
+	http.ResponseWriter
+	buf *bytes.Buffer
+}
+
+func (w togetherWriter) Write(b []byte) (int, error) { return w.buf.Write(b) }
+
+func (togetherWriter) Flush() {}

@@ -165,6 +165,14 @@ type Reply struct {
 	// ChunkDelay is waited before each streamed chunk except the role
 	// chunk and the one right after it.
 	ChunkDelay time.Duration
+	// Gate, when set, is received from before each streamed chunk except
+	// the role chunk and the one right after it (after ChunkDelay): a
+	// test sends on it, or closes it, to let the next chunk go, and so
+	// knows the chunks it waits for come in reads of their own.
+	Gate <-chan struct{}
+	// Together sends the whole streamed reply in one write, as a
+	// provider's chunks reach a gateway that reads them late.
+	Together bool
 	// Hang never answers: the handler waits until the client goes away (or
 	// the server closes) and records the cancellation.
 	Hang bool
