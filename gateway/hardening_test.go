@@ -3,7 +3,6 @@ package gateway_test
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -472,19 +471,11 @@ func TestReadingStreamClientOutlastsWriteTimeout(t *testing.T) {
 	}
 	var text strings.Builder
 	for _, e := range events[:len(events)-1] {
-		var c struct {
-			Choices []struct {
-				Delta struct {
-					Content string `json:"content"`
-				} `json:"delta"`
-			} `json:"choices"`
+		delta, ok := chatDelta(e)
+		if !ok {
+			t.Fatalf("chunk %q is not JSON", e)
 		}
-		if err := json.Unmarshal([]byte(e), &c); err != nil {
-			t.Fatalf("chunk %q: %v", e, err)
-		}
-		for _, ch := range c.Choices {
-			text.WriteString(ch.Delta.Content)
-		}
+		text.WriteString(delta)
 	}
 	if got, want := text.String(), strings.Join(chunks, ""); got != want {
 		t.Errorf("streamed text %q, want %q", got, want)

@@ -99,8 +99,9 @@ func gatedStream(t *testing.T, gw *gwtest.Gateway, path string, body map[string]
 	return events
 }
 
-// isChatDelta tells a chat chunk with text.
-func isChatDelta(d string) bool {
+// chatDelta returns the text of a chat chunk's choices, and false when d
+// is not a chunk.
+func chatDelta(d string) (string, bool) {
 	var c struct {
 		Choices []struct {
 			Delta struct {
@@ -108,7 +109,30 @@ func isChatDelta(d string) bool {
 			} `json:"delta"`
 		} `json:"choices"`
 	}
-	return json.Unmarshal([]byte(d), &c) == nil && len(c.Choices) > 0 && c.Choices[0].Delta.Content != ""
+	if json.Unmarshal([]byte(d), &c) != nil {
+		return "", false
+	}
+	var text strings.Builder
+	for _, ch := range c.Choices {
+		text.WriteString(ch.Delta.Content)
+	}
+	return text.String(), true
+}
+
+// isChatDelta tells a chat chunk with text.
+func isChatDelta(d string) bool {
+	text, _ := chatDelta(d)
+	return text != ""
+}
+
+// countingGateway starts a gateway on fake whose connections count the
+// writes made on them.
+func countingGateway(t *testing.T, fake *fakeupstream.Server) (*gwtest.Gateway, *writeCounter) {
+	t.Helper()
+	counter := &writeCounter{}
+	gw := gwtest.StartListener(t, gwtest.Compile(t, oneAgentYAML, map[string]string{"FAKE_URL": fake.URL}),
+		func(l net.Listener) net.Listener { counter.Listener = l; return counter })
+	return gw, counter
 }
 
 // A stream's text leaves as it comes, a write for each delta (the first
@@ -118,9 +142,7 @@ func isChatDelta(d string) bool {
 // upstream's last read. Each was a write of its own.
 func TestStreamEndLeavesInOneWrite(t *testing.T) {
 	fake := fakeupstream.New(t)
-	counter := &writeCounter{}
-	gw := gwtest.StartListener(t, gwtest.Compile(t, oneAgentYAML, map[string]string{"FAKE_URL": fake.URL}),
-		func(l net.Listener) net.Listener { counter.Listener = l; return counter })
+	gw, counter := countingGateway(t, fake)
 	for _, tc := range []struct {
 		name   string
 		reply  fakeupstream.Reply
@@ -171,9 +193,7 @@ func TestStreamEndLeavesInOneWrite(t *testing.T) {
 // headers. It was a write for each delta.
 func TestStreamDeltasReadTogetherLeaveTogether(t *testing.T) {
 	fake := fakeupstream.New(t)
-	counter := &writeCounter{}
-	gw := gwtest.StartListener(t, gwtest.Compile(t, oneAgentYAML, map[string]string{"FAKE_URL": fake.URL}),
-		func(l net.Listener) net.Listener { counter.Listener = l; return counter })
+	gw, counter := countingGateway(t, fake)
 	for _, tc := range []struct {
 		name   string
 		path   string
@@ -201,13 +221,8 @@ func TestStreamDeltasReadTogetherLeaveTogether(t *testing.T) {
 			var text strings.Builder
 			for _, d := range gwtest.SSE(t, resp.Body) {
 				var ev struct {
-					Type    string `json:"type"`
-					Delta   string `json:"delta"`
-					Choices []struct {
-						Delta struct {
-							Content string `json:"content"`
-						} `json:"delta"`
-					} `json:"choices"`
+					Type  string `json:"type"`
+					Delta string `json:"delta"`
 				}
 				if d == "[DONE]" || json.Unmarshal([]byte(d), &ev) != nil {
 					continue
@@ -215,8 +230,8 @@ func TestStreamDeltasReadTogetherLeaveTogether(t *testing.T) {
 				if ev.Type == "response.output_text.delta" {
 					text.WriteString(ev.Delta + "|")
 				}
-				if len(ev.Choices) > 0 && ev.Choices[0].Delta.Content != "" {
-					text.WriteString(ev.Choices[0].Delta.Content + "|")
+				if delta, _ := chatDelta(d); delta != "" {
+					text.WriteString(delta + "|")
 				}
 			}
 			if text.String() != "a|b|c|" {
@@ -234,9 +249,7 @@ func TestStreamDeltasReadTogetherLeaveTogether(t *testing.T) {
 func TestResponsesStreamWritesAnEventsRenderingAtOnce(t *testing.T) {
 	gate := make(chan struct{})
 	fake := fakeupstream.New(t, fakeupstream.Reply{StreamChunks: []string{"a", "b", "c"}, Gate: gate})
-	counter := &writeCounter{}
-	gw := gwtest.StartListener(t, gwtest.Compile(t, oneAgentYAML, map[string]string{"FAKE_URL": fake.URL}),
-		func(l net.Listener) net.Listener { counter.Listener = l; return counter })
+	gw, counter := countingGateway(t, fake)
 	events := gatedStream(t, gw, "/v1/responses", map[string]any{"model": "gpt-6-astra", "stream": true, "input": "hi"}, gate, 3,
 		func(d string) bool { return strings.Contains(d, `"type":"response.output_text.delta"`) })
 	// response.created alone, with the headers (the first write is made
