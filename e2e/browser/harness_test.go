@@ -147,9 +147,19 @@ type page struct {
 // opens a tab. Chromium is stopped when the test ends.
 func newPage(t *testing.T, allowed func(string) bool) *page {
 	t.Helper()
+	// Chromium keeps its shared memory in files under TMPDIR
+	// (disable-dev-shm-usage), in directories of its own that it leaves
+	// behind when it is stopped: six a run of the suite. So it gets a
+	// TMPDIR of its own, removed once it has exited (not t.TempDir, whose
+	// removal fails the test if a child process still writes there).
+	tmp, err := os.MkdirTemp("", "switchboard-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(need(t, "CHROMIUM_BIN")),
 		chromedp.UserDataDir(t.TempDir()),
+		chromedp.Env("TMPDIR=" + tmp),
 		chromedp.Headless,
 		chromedp.NoSandbox,
 		chromedp.DisableGPU,
@@ -181,6 +191,7 @@ func newPage(t *testing.T, allowed func(string) bool) *page {
 		cancel()
 		cancelAlloc() // waits for the browser process to exit
 		wg.Wait()
+		_ = os.RemoveAll(tmp)
 	})
 	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("start chromium: %v", err)
