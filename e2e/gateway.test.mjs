@@ -132,6 +132,27 @@ test('a bad JSON body is 400 invalid_request in the OpenAI error shape', async (
   assert.deepEqual(await fake.requests(), [], 'a bad request reached the upstream');
 });
 
+// Under load a provider's chunks reach the gateway several to a read; the
+// gateway then writes them together (runtime.StreamPauser), and a client
+// must still read every chunk, whole and in order.
+test('a stream whose upstream chunks come in one read: every chunk, in order, with its agent', async () => {
+  await fake.script({ stream_chunks: ['One ', 'read, ', 'four ', 'chunks.'], together: true, usage: { prompt_tokens: 5, completion_tokens: 4 } });
+  const rec = recordingFetch();
+  const stream = await client({ fetch: rec.fetch }).chat.completions
+    .create(user('hi', { model: 'tech', stream: true, stream_options: { include_usage: true } }));
+  const chunks = await collect(stream);
+  const deltas = chunks.map((c) => c.choices?.[0]?.delta?.content).filter(Boolean);
+  assert.deepEqual(deltas, ['One ', 'read, ', 'four ', 'chunks.']);
+  for (const [i, c] of chunks.entries()) {
+    assert.equal(c.object, 'chat.completion.chunk', `chunk ${i}`);
+    assert.equal(c.metadata?.agentName, 'tech-support', `chunk ${i}: ${JSON.stringify(c)}`);
+  }
+  assert.equal(finishReason(chunks), 'stop');
+  assert.equal(chunks.at(-1).usage?.total_tokens, 9);
+  const raw = await rec.responses.at(-1).text;
+  assert.ok(raw.endsWith('data: [DONE]\n\n'), `the stream does not end with [DONE]:\n${raw.slice(-300)}`);
+});
+
 test('streaming handoff: text, handoff chunk, agent names, summed usage, [DONE]', async () => {
   await fake.script(
     { tool_calls: [{ id: 'call_s1', name: 'transfer_to_billing', arguments: { reason: 'double charge' } }], usage: { prompt_tokens: 11, completion_tokens: 7 } },

@@ -59,7 +59,7 @@ async function control(base, method, path, body) {
 /** fake drives the scripted fake upstream that serves every agent's model. */
 export const fake = {
   reset: () => control(FAKE, 'POST', '/_control/reset'),
-  /** script appends replies: {text, tool_calls: [{id, name, arguments}], usage, stream_chunks, chunk_delay_ms, hang, ...}. */
+  /** script appends replies: {text, tool_calls: [{id, name, arguments}], usage, stream_chunks, chunk_delay_ms, together (the whole stream in one write), hang, ...}. */
   script: (...replies) => control(FAKE, 'POST', '/_control/script', replies),
   /** requests lists what the upstream received: [{path, body, headers, canceled}]. */
   requests: () => control(FAKE, 'GET', '/_control/requests'),

@@ -118,6 +118,20 @@ test('responses.retrieve with stream: true replays a stored response; starting_a
   assert.equal((await goOn.finalResponse()).output_text, 'One charge is refunded.');
 });
 
+// Chunks the gateway read together leave together (runtime.StreamPauser):
+// the official client still reads every event, numbered in order.
+test('a stream whose upstream chunks come in one read: every delta and event, numbered in order', async () => {
+  await fake.script({ stream_chunks: ['One ', 'read, ', 'four ', 'chunks.'], together: true });
+  const s = client().responses.stream({ model: 'tech', input: 'hi' });
+  const events = [];
+  for await (const ev of s) events.push(ev);
+  assert.deepEqual(events.map((e) => e.sequence_number), events.map((_, i) => i));
+  assert.deepEqual(events.filter((e) => e.type === 'response.output_text.delta').map((e) => e.delta), ['One ', 'read, ', 'four ', 'chunks.']);
+  const final = await s.finalResponse();
+  assert.equal(final.output_text, 'One read, four chunks.');
+  assert.equal(final.metadata.agentName, 'tech-support');
+});
+
 test('previous_response_id continues the session from the latest response and forks from an older one', async () => {
   await fake.script(
     handoff('c1'), { text: 'Billing here.' },

@@ -111,6 +111,7 @@ type scriptReply struct {
 	DelayMS      int                 `json:"delay_ms"`
 	ChunkDelayMS int                 `json:"chunk_delay_ms"`
 	StreamChunks []string            `json:"stream_chunks"`
+	Together     bool                `json:"together"`
 	Hang         bool                `json:"hang"`
 	Abort        bool                `json:"abort"`
 	StreamError  string              `json:"stream_error"`
@@ -141,6 +142,7 @@ func (r scriptReply) reply() (fakeupstream.Reply, error) {
 		Delay:        time.Duration(r.DelayMS) * time.Millisecond,
 		ChunkDelay:   time.Duration(r.ChunkDelayMS) * time.Millisecond,
 		StreamChunks: r.StreamChunks,
+		Together:     r.Together,
 		Hang:         r.Hang,
 		Abort:        r.Abort,
 		StreamError:  r.StreamError,
