@@ -83,6 +83,9 @@ type call struct {
 	// open stream made.
 	acc   streamAcc
 	chunk openai.ChatCompletionStreamResponse
+	// events reads the stream's body. It is part of the call, not an
+	// object of its own, since every chunk reads both (issue 22).
+	events eventReader
 }
 
 func (u *upstream) newCall(ctx context.Context, req *runtime.ChatRequest) *call {
@@ -282,7 +285,8 @@ func (c *call) open() error {
 // for the sooner of the two here, and each event records its time (fire).
 // The run is told before each wait, and at the stream's end, that the
 // deltas read so far have all been handed over (runtime.StreamPauser): the
-// deltas of one read leave for the client together.
+// deltas of one read leave for the client together. It is told only when
+// a chunk was handed over since it was last told (eventReader.handed).
 func (c *call) stream(onDelta func(string)) (*runtime.ChatResponse, error) {
 	defer c.a.body.Close()
 	c.event()
@@ -294,14 +298,13 @@ func (c *call) stream(onDelta func(string)) (*runtime.ChatResponse, error) {
 	if onDelta != nil { // a stream with no one to take its deltas has none to batch
 		pause = runtime.StreamPauser(c.parent)
 	}
-	events := newEventReader(c.a.body, pause)
+	events := &c.events
+	events.reset(c.a.body, pause)
 	defer events.close()
 	for {
 		data, err := events.next()
 		if errors.Is(err, io.EOF) {
-			if pause != nil {
-				pause() // before the drain, which may wait
-			}
+			events.src.paused() // before the drain, which may wait
 			c.drain()
 			break
 		}
@@ -313,6 +316,7 @@ func (c *call) stream(onDelta func(string)) (*runtime.ChatResponse, error) {
 		}
 		c.event()
 		c.acc.add(&c.chunk, onDelta)
+		events.handed()
 	}
 	return c.acc.result()
 }

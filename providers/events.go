@@ -29,11 +29,24 @@ type eventReader struct {
 }
 
 // newEventReader reads the events of body. pause, when not nil, is called
-// before every read of body that may wait: the stream's events read so far
-// have all been handed over (runtime.StreamPauser).
+// before a read of body that may wait, when an event was handed over since
+// the last call (handed): the stream's events read so far have all been
+// handed over (runtime.StreamPauser).
 func newEventReader(body io.Reader, pause func()) *eventReader {
-	return &eventReader{src: primedBody{body: body, pause: pause}}
+	e := new(eventReader)
+	e.reset(body, pause)
+	return e
 }
+
+// reset makes e a reader of body's events, as newEventReader does; a call
+// keeps its stream's reader in itself (call.events).
+func (e *eventReader) reset(body io.Reader, pause func()) {
+	*e = eventReader{src: primedBody{body: body, pause: pause}}
+}
+
+// handed records that the event last read was handed over: the next read
+// that may wait calls pause first.
+func (e *eventReader) handed() { e.src.owed = e.src.pause != nil }
 
 // eventBuffer is the size of an event reader's buffer: a chunk's line is a
 // few hundred bytes (longer lines are put together in long), and bufio's
@@ -54,9 +67,15 @@ var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, eventB
 // event in front of it.
 type primedBody struct {
 	body  io.Reader
-	pause func() // before a read of body, when not nil
+	pause func() // before a read of body, when not nil and owed
 	first [1]byte
 	has   bool
+	// owed: an event was handed over since pause was last called. Without
+	// one, pause has nothing to send: it is not called, which spares a
+	// stream's every chunk a look at the run's state, gone cold while the
+	// stream waited, between the byte that ends the wait and the rest of
+	// the event (issue 22).
+	owed bool
 }
 
 // Read returns the waiting byte, then reads the body.
@@ -69,9 +88,11 @@ func (p *primedBody) Read(b []byte) (int, error) {
 	return p.body.Read(b)
 }
 
-// paused calls pause, if any: a read of the body is next.
+// paused calls pause, if an event was handed over since the last call: a
+// read of the body is next.
 func (p *primedBody) paused() {
-	if p.pause != nil {
+	if p.owed {
+		p.owed = false
 		p.pause()
 	}
 }

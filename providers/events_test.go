@@ -233,3 +233,56 @@ func TestEventLineLimitIsExact(t *testing.T) {
 		}
 	}
 }
+
+// pieceBody serves its pieces one read at a time, each read at most one
+// piece, and logs each read that returns bytes or the end.
+type pieceBody struct {
+	pieces []string
+	log    *[]string
+}
+
+func (b *pieceBody) Read(p []byte) (int, error) {
+	if len(b.pieces) == 0 {
+		*b.log = append(*b.log, "end")
+		return 0, io.EOF
+	}
+	n := copy(p, b.pieces[0])
+	*b.log = append(*b.log, "read "+strconv.Quote(b.pieces[0][:n]))
+	if b.pieces[0] = b.pieces[0][n:]; b.pieces[0] == "" {
+		b.pieces = b.pieces[1:]
+	}
+	return n, nil
+}
+
+// The pauser is called before a read of the body that may wait, once the
+// events read so far were handed over, as call.stream hands them: never
+// while nothing was handed since it was last called, so not between the
+// byte that ends a wait and the rest of its event, nor twice at the end
+// (issue 22: that call looked at the run's state, cold by then, for every
+// chunk of every stream).
+func TestEventReaderPausesOnlyAfterHandingOver(t *testing.T) {
+	var log []string
+	body := &pieceBody{pieces: []string{"data: A\n\n", "data: B\n\ndata: C\n\n"}, log: &log}
+	e := newEventReader(body, func() { log = append(log, "pause") })
+	defer e.close()
+	for {
+		data, err := e.next()
+		if errors.Is(err, io.EOF) {
+			e.src.paused() // as call.stream does before its drain
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		log = append(log, "event "+string(data))
+		e.handed()
+	}
+	want := []string{
+		`read "d"`, `read "ata: A\n\n"`, "event A",
+		"pause", `read "d"`, `read "ata: B\n\ndata: C\n\n"`, "event B", "event C",
+		"pause", "end",
+	}
+	if strings.Join(log, " | ") != strings.Join(want, " | ") {
+		t.Fatalf("the reader did\n %s\nwant\n %s", strings.Join(log, " | "), strings.Join(want, " | "))
+	}
+}
