@@ -20,8 +20,16 @@ import (
 // run is the state of one run.
 type run struct {
 	*Runner
-	req   *Request
-	emit  func(Event)
+	req  *Request
+	emit func(Event)
+	// streamed: the model call in flight sent text to the client.
+	// pauser: the model call in flight took StreamPauser; batched: a
+	// delta it sent waits for EventFlush (streampause.go). Beside emit:
+	// every streamed delta reads or writes all four, and a stream that
+	// waited for its next chunk finds the run gone cold: one cache line
+	// for them all, not two (issue 22).
+	streamed, pauser, batched bool
+
 	info  RunInfo
 	graph *graphs.Graph
 	agent *graphs.Agent
@@ -39,11 +47,7 @@ type run struct {
 	emitMu     sync.Mutex // serialises Emit of concurrent tool calls
 	usageMu    sync.Mutex // guards usage while a turn's sub-agents run
 	resumed    bool       // the turn a previous request suspended is done
-	streamed   bool       // the model call in flight sent text to the client
-	// pauser: the model call in flight took StreamPauser; batched: a
-	// delta it sent waits for EventFlush (streampause.go).
-	pauser, batched bool
-	pauseFn         func() // rn.pause, made once
+	pauseFn    func()     // rn.pause, made once
 
 	// The run's messages are history followed by transcript. history is
 	// the session as loaded, shared with the store and read only; the run
