@@ -59,7 +59,8 @@ func BenchmarkSSEEncode(b *testing.B) {
 	gin.SetMode(gin.ReleaseMode)
 	c, _ := gin.CreateTestContext(httptest.NewRecorder())
 	c.Request = httptest.NewRequest(http.MethodPost, "/v1/chat/completions", nil)
-	w := &sse{c: c, stream: (&Server{cfg: &graphs.Set{}}).guardStream(c), id: completionID(), created: 1700000000, model: "support", started: true, sentRole: true}
+	w := &sse{c: c, own: (&Server{cfg: &graphs.Set{}}).guardStream(c), id: completionID(), created: 1700000000, model: "support", started: true, sentRole: true}
+	w.stream = &w.own
 	text := " word"
 	meta := chunkMetadata{AgentName: "billing"}
 	b.ReportAllocs()

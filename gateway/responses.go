@@ -126,7 +126,7 @@ func (call *responsesCall) run(sessionID string) {
 	r := &responsesRenderer{call: call, resp: resp}
 	var send func(string, any)
 	if req.Stream {
-		r.w = &responsesSSE{c: c, stream: s.guardStream(c)}
+		r.w = s.newResponsesSSE(c)
 		send = r.w.send
 	}
 	r.rnd = newResponseRender(resp, req.includes(includeHandoffs), send)
@@ -390,12 +390,20 @@ func (call *responsesCall) forget(sessionID string) {
 // and `data: <json>`. Headers leave with the first event.
 type responsesSSE struct {
 	c       *gin.Context
-	stream  *streamGuard // every write goes through it
+	stream  *streamGuard // every write goes through it: own
+	own     streamGuard
 	started bool
 	// holding: the events being written are made at one moment (those of
 	// one event of the run, or those that end the stream) and leave
 	// together (streamGuard.hold).
 	holding bool
+}
+
+// newResponsesSSE returns the writer of a Responses stream.
+func (s *Server) newResponsesSSE(c *gin.Context) *responsesSSE {
+	w := &responsesSSE{c: c, own: s.guardStream(c)}
+	w.stream = &w.own
+	return w
 }
 
 // done ends the stream with the literal [DONE], after its terminal event,

@@ -98,7 +98,8 @@ func (s *Server) replayResponse(c *gin.Context, id string, rec *responseRecord, 
 		s.abort(c, fromRunError(fmt.Errorf("decode stored response %s: %w", id, err)))
 		return
 	}
-	w := &responsesSSE{c: c, stream: s.guardStream(c), holding: true, started: true}
+	w := s.newResponsesSSE(c)
+	w.holding, w.started = true, true
 	defer w.stream.close()
 	startEventStream(c)
 	seq := 0

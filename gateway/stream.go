@@ -72,7 +72,8 @@ func subagentEvent(k runtime.EventKind) string {
 // HTTP error status.
 type sse struct {
 	c        *gin.Context
-	stream   *streamGuard // every write goes through it
+	stream   *streamGuard // every write goes through it: own
+	own      streamGuard
 	id       string
 	created  int64
 	model    string
@@ -97,7 +98,9 @@ func (s *Server) newSSE(c *gin.Context, g *graphs.Graph, sessionID string, inclu
 	if sessionID != "" {
 		c.Header(s.cfg.Server.SessionHeader, sessionID)
 	}
-	return &sse{c: c, stream: s.guardStream(c), id: completionID(), created: time.Now().Unix(), model: g.Name, sessionID: sessionID, includeUsage: includeUsage}
+	w := &sse{c: c, own: s.guardStream(c), id: completionID(), created: time.Now().Unix(), model: g.Name, sessionID: sessionID, includeUsage: includeUsage}
+	w.stream = &w.own
+	return w
 }
 
 // guard returns the stream's write guard.

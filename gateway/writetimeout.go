@@ -36,7 +36,7 @@ type streamGuard struct {
 	// net/http cancels when a write fails.
 	ctx     context.Context
 	c       *gin.Context
-	rc      *http.ResponseController
+	rc      http.ResponseController // a value: one object fewer a stream to touch at each flush
 	timeout time.Duration
 	// deadline is the write deadline set on the connection; a write sets
 	// a new one only once a sixteenth of the timeout has gone by since
@@ -49,12 +49,15 @@ type streamGuard struct {
 
 // guardStream returns the guard a stream's writes go through; serveRun
 // runs the graph with its context and closes it when the run is answered.
-func (s *Server) guardStream(c *gin.Context) *streamGuard {
+// A renderer keeps its guard in itself: every chunk goes through both, and
+// a stream that waited for its next chunk finds each object it touches
+// gone cold (issue 22).
+func (s *Server) guardStream(c *gin.Context) streamGuard {
 	timeout := s.cfg.Server.StreamWriteTimeout
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
-	return &streamGuard{ctx: c.Request.Context(), c: c, rc: http.NewResponseController(c.Writer), timeout: timeout}
+	return streamGuard{ctx: c.Request.Context(), c: c, rc: *http.NewResponseController(c.Writer), timeout: timeout}
 }
 
 // streaming is a renderer that streams: its run uses its guard's context.
