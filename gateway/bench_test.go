@@ -59,8 +59,7 @@ func BenchmarkSSEEncode(b *testing.B) {
 	gin.SetMode(gin.ReleaseMode)
 	c, _ := gin.CreateTestContext(httptest.NewRecorder())
 	c.Request = httptest.NewRequest(http.MethodPost, "/v1/chat/completions", nil)
-	w := &sse{c: c, own: (&Server{cfg: &graphs.Set{}}).guardStream(c), id: completionID(), created: 1700000000, model: "support", started: true, sentRole: true}
-	w.stream = &w.own
+	w := &sse{c: c, stream: (&Server{cfg: &graphs.Set{}}).guardStream(c), id: completionID(), created: 1700000000, model: "support", started: true, sentRole: true}
 	text := " word"
 	meta := chunkMetadata{AgentName: "billing"}
 	b.ReportAllocs()

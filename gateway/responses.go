@@ -237,7 +237,7 @@ func (r *responsesRenderer) guard() *streamGuard {
 	if r.w == nil {
 		return nil
 	}
-	return r.w.stream
+	return &r.w.stream
 }
 
 // fail answers a failed run: response.failed once the stream started, an
@@ -390,8 +390,7 @@ func (call *responsesCall) forget(sessionID string) {
 // and `data: <json>`. Headers leave with the first event.
 type responsesSSE struct {
 	c       *gin.Context
-	stream  *streamGuard // every write goes through it: own
-	own     streamGuard
+	stream  streamGuard // every write goes through it
 	started bool
 	// holding: the events being written are made at one moment (those of
 	// one event of the run, or those that end the stream) and leave
@@ -401,9 +400,7 @@ type responsesSSE struct {
 
 // newResponsesSSE returns the writer of a Responses stream.
 func (s *Server) newResponsesSSE(c *gin.Context) *responsesSSE {
-	w := &responsesSSE{c: c, own: s.guardStream(c)}
-	w.stream = &w.own
-	return w
+	return &responsesSSE{c: c, stream: s.guardStream(c)}
 }
 
 // done ends the stream with the literal [DONE], after its terminal event,

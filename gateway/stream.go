@@ -71,9 +71,10 @@ func subagentEvent(k runtime.EventKind) string {
 // chunk, so a run that fails before it says anything still gets a proper
 // HTTP error status.
 type sse struct {
-	c        *gin.Context
-	stream   *streamGuard // every write goes through it: own
-	own      streamGuard
+	c *gin.Context
+	// stream: every write goes through it. A value, not an object of its
+	// own: every chunk goes through both (issue 22).
+	stream   streamGuard
 	id       string
 	created  int64
 	model    string
@@ -98,13 +99,11 @@ func (s *Server) newSSE(c *gin.Context, g *graphs.Graph, sessionID string, inclu
 	if sessionID != "" {
 		c.Header(s.cfg.Server.SessionHeader, sessionID)
 	}
-	w := &sse{c: c, own: s.guardStream(c), id: completionID(), created: time.Now().Unix(), model: g.Name, sessionID: sessionID, includeUsage: includeUsage}
-	w.stream = &w.own
-	return w
+	return &sse{c: c, stream: s.guardStream(c), id: completionID(), created: time.Now().Unix(), model: g.Name, sessionID: sessionID, includeUsage: includeUsage}
 }
 
 // guard returns the stream's write guard.
-func (w *sse) guard() *streamGuard { return w.stream }
+func (w *sse) guard() *streamGuard { return &w.stream }
 
 func (w *sse) events() func(runtime.Event) { return w.event }
 
