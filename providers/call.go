@@ -61,31 +61,35 @@ func (u *upstream) Chat(ctx context.Context, req *runtime.ChatRequest, onDelta f
 
 // call is one call to an upstream, over its attempts.
 type call struct {
-	u      *upstream
-	req    *runtime.ChatRequest
-	parent context.Context // the caller's
-	ctx    context.Context // the call's: cancelled at its timeout
-	cancel context.CancelCauseFunc
-	actx   attemptCtx // ctx, with the attempt for go-openai's doer
+	// What a stream's every chunk touches comes first, in three cache
+	// lines, since a stream that waited for its next chunk finds each line
+	// gone cold (issue 22): the event reader (one line), the assembler,
+	// and the time of the last event.
+	//
+	// events reads the stream's body.
+	events eventReader
+	acc    streamAcc
 	// timer cancels ctx at the provider's timeout (start + u.timeout) and,
 	// once a stream is open, when it has sent nothing for u.idle: one timer
 	// for both, since every open stream held two (issue 22). lastEvent is
 	// when the stream's last event came, as time since start, or -1 before
 	// the stream is open. An event only stores the time; the timer, when
 	// it fires early, sets itself again for the later of the two (fire).
-	timer     *time.Timer
-	start     time.Time
 	lastEvent atomic.Int64
-	a         attempt // the attempt in flight
-	openErr   error   // what opening the attempt's stream returned
-	// A stream's state: one chunk is decoded into again and again
-	// (decodeChunk), since a fresh one each made most of the garbage an
-	// open stream made.
-	acc   streamAcc
+	start     time.Time
+	timer     *time.Timer
+
+	u       *upstream
+	req     *runtime.ChatRequest
+	parent  context.Context // the caller's
+	ctx     context.Context // the call's: cancelled at its timeout
+	cancel  context.CancelCauseFunc
+	actx    attemptCtx // ctx, with the attempt for go-openai's doer
+	a       attempt    // the attempt in flight
+	openErr error      // what opening the attempt's stream returned
+	// chunk is where encoding/json decodes the chunks readChunk does not
+	// read, again and again (takeChunk).
 	chunk openai.ChatCompletionStreamResponse
-	// events reads the stream's body. It is part of the call, not an
-	// object of its own, since every chunk reads both (issue 22).
-	events eventReader
 }
 
 func (u *upstream) newCall(ctx context.Context, req *runtime.ChatRequest) *call {
@@ -299,7 +303,7 @@ func (c *call) stream(onDelta func(string)) (*runtime.ChatResponse, error) {
 		pause = runtime.StreamPauser(c.parent)
 	}
 	events := &c.events
-	events.reset(c.a.body, pause)
+	events.reset(c.a.body, pause, c.u.maxResponse)
 	defer events.close()
 	for {
 		data, err := events.next()
@@ -311,11 +315,10 @@ func (c *call) stream(onDelta func(string)) (*runtime.ChatResponse, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := decodeChunk(data, &c.chunk); err != nil {
+		c.event()
+		if err := c.acc.takeChunk(data, &c.chunk, onDelta); err != nil {
 			return nil, err
 		}
-		c.event()
-		c.acc.add(&c.chunk, onDelta)
 		events.handed()
 	}
 	return c.acc.result()

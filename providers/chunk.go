@@ -11,23 +11,40 @@ import (
 	"github.com/switchboard-ai/switchboard/internal/freshstack"
 )
 
-// decodeChunk decodes one stream event's payload into c, which it resets
-// first (keeping the room of its choices). Most chunks are a role, a piece
-// of text or a finish reason in one choice: readChunk reads those without
-// reflection and with at most one allocation, the text. Anything else, and
-// anything it is not sure it reads exactly as encoding/json does, goes
-// through encoding/json. Decoding every chunk by reflection was the
-// largest part of the CPU a gateway stream costs beyond a proxy's (issue
-// 22); chunk_test.go and FuzzDecodeChunk hold the two readers to the same
-// result.
-func decodeChunk(data []byte, c *openai.ChatCompletionStreamResponse) error {
-	prevID := c.ID
-	resetChunk(c)
-	if readChunk(data, c, prevID) {
+// takeChunk hands one stream event's chunk to the assembler. Most chunks
+// are a role, a piece of text, a finish reason or the usage: readChunk
+// reads those without reflection, with at most one allocation (the text),
+// into a chunkRead on this goroutine's stack. Anything else, and anything
+// it is not sure it reads exactly as encoding/json does, is decoded by
+// encoding/json into spare, as go-openai would, and added from there.
+// Decoding every chunk by reflection was the largest part of the CPU a
+// gateway stream cost beyond a proxy's; decoding into go-openai's chunk
+// type, even without reflection, touched its three cache lines and a
+// 232-byte choice at every chunk, gone cold while the stream waited (issue
+// 22). chunk_test.go and FuzzDecodeChunk hold the two ways to the same
+// assembler.
+func (s *streamAcc) takeChunk(data []byte, spare *openai.ChatCompletionStreamResponse, onDelta func(string)) error {
+	var f chunkRead
+	if readChunk(data, &f, s.id == "") {
+		s.take(&f, onDelta)
 		return nil
 	}
-	resetChunk(c)
-	return unmarshalChunk(data, c)
+	resetChunk(spare)
+	if err := unmarshalChunk(data, spare); err != nil {
+		return err
+	}
+	s.add(spare, onDelta)
+	return nil
+}
+
+// chunkRead is what readChunk reads of a chunk: what streamAcc takes of it
+// (take), which is the choice of index 0 of it and no other.
+type chunkRead struct {
+	id      string // "" when not asked for (readChunk's wantID)
+	content string // the text of its choice of index 0
+	finish  string // that choice's finish reason
+	usage   *openai.Usage
+	zero    bool // a choice of index 0 was read
 }
 
 // unmarshalChunk decodes a chunk readChunk could not with encoding/json,
@@ -47,13 +64,15 @@ func resetChunk(c *openai.ChatCompletionStreamResponse) {
 	*c = openai.ChatCompletionStreamResponse{Choices: choices[:0]}
 }
 
-// readChunk reads data into c, which is reset, and reports whether it
+// readChunk reads data into f, which is zero, and reports whether it
 // could. Keys are matched as written; a key encoding/json would match to a
-// field in another case (or any key outside ASCII), and every field readChunk does not read but
-// go-openai decodes into something other than a string or a number, makes
-// it give up unless its value is null. prevID is the id of the chunk
-// before, whose string is kept when the id is the same.
-func readChunk(data []byte, c *openai.ChatCompletionStreamResponse, prevID string) bool {
+// field in another case (or any key outside ASCII), and every field
+// readChunk does not read but go-openai decodes into something other than
+// a string or a number, makes it give up unless its value is null, and so
+// does a second choice of index 0. The id is read only when wantID is set
+// (the assembler keeps the first chunk's; later ones are checked, not
+// kept).
+func readChunk(data []byte, f *chunkRead, wantID bool) bool {
 	s := scanner{b: data}
 	sawChoices := false
 	ok := s.object(func(key []byte) bool {
@@ -62,15 +81,11 @@ func readChunk(data []byte, c *openai.ChatCompletionStreamResponse, prevID strin
 			if s.null() {
 				return true
 			}
-			if raw, ok := s.plainString(); ok && string(raw) == prevID {
-				c.ID = prevID
-				return true
-			} else if ok {
-				c.ID = string(raw)
-				return true
+			if !wantID {
+				return s.skipString()
 			}
 			v, ok := s.str()
-			c.ID = v
+			f.id = v
 			return ok
 		case "object", "model", "system_fingerprint":
 			return s.null() || s.skipString()
@@ -81,12 +96,12 @@ func readChunk(data []byte, c *openai.ChatCompletionStreamResponse, prevID strin
 				return false
 			}
 			sawChoices = true
-			return s.null() || s.array(func() bool { return s.choice(c) })
+			return s.null() || s.array(func() bool { return s.choice(f) })
 		case "usage":
-			if c.Usage != nil {
+			if f.usage != nil {
 				return false // a repeated key: encoding/json would merge or clear
 			}
-			return s.null() || s.usage(c)
+			return s.null() || s.usage(f)
 		case "prompt_annotations", "prompt_filter_results":
 			return s.null()
 		}
@@ -97,41 +112,51 @@ func readChunk(data []byte, c *openai.ChatCompletionStreamResponse, prevID strin
 	return ok && s.i == len(s.b)
 }
 
-// choice reads one choice and appends it to c.
-func (s *scanner) choice(c *openai.ChatCompletionStreamResponse) bool {
+// choice reads one choice, into f if its index is 0.
+func (s *scanner) choice(f *chunkRead) bool {
 	if s.peek() != '{' {
 		return false
 	}
-	c.Choices = append(c.Choices, openai.ChatCompletionStreamChoice{})
-	ch := &c.Choices[len(c.Choices)-1]
+	var index int
+	var content, finish string
 	sawDelta := false
-	return s.object(func(key []byte) bool {
+	ok := s.object(func(key []byte) bool {
 		switch string(key) {
 		case "index":
-			return s.null() || s.integer(&ch.Index)
+			return s.null() || s.integer(&index)
 		case "finish_reason":
 			if s.null() {
 				return true
 			}
 			v, ok := s.str()
-			ch.FinishReason = openai.FinishReason(v)
+			finish = v
 			return ok
 		case "delta":
 			if sawDelta {
 				return false
 			}
 			sawDelta = true
-			return s.null() || s.delta(&ch.Delta)
+			return s.null() || s.delta(&content)
 		case "logprobs", "content_filter_results":
 			return s.null()
 		}
 		return !foldsTo(key, "index", "delta", "logprobs", "finish_reason", "content_filter_results") && s.skip(0)
 	})
+	switch {
+	case !ok:
+		return false
+	case index != 0:
+		return true // only one choice is ever asked for
+	case f.zero:
+		return false // a second choice 0: left to encoding/json
+	}
+	f.zero, f.content, f.finish = true, content, finish
+	return true
 }
 
 // delta reads a choice's delta: its text; a tool call or a function call
 // is left to encoding/json.
-func (s *scanner) delta(d *openai.ChatCompletionStreamChoiceDelta) bool {
+func (s *scanner) delta(content *string) bool {
 	return s.object(func(key []byte) bool {
 		switch string(key) {
 		case "content":
@@ -139,7 +164,7 @@ func (s *scanner) delta(d *openai.ChatCompletionStreamChoiceDelta) bool {
 				return true
 			}
 			v, ok := s.str()
-			d.Content = v
+			*content = v
 			return ok
 		case "role", "refusal", "reasoning_content":
 			return s.null() || s.skipString()
@@ -153,12 +178,12 @@ func (s *scanner) delta(d *openai.ChatCompletionStreamChoiceDelta) bool {
 // usage reads a chunk's usage, which every stream asked for it ends with:
 // its counts and their details. A repeated key gives up (encoding/json
 // would merge the objects).
-func (s *scanner) usage(c *openai.ChatCompletionStreamResponse) bool {
-	if s.peek() != '{' || c.Usage != nil {
+func (s *scanner) usage(f *chunkRead) bool {
+	if s.peek() != '{' || f.usage != nil {
 		return false
 	}
 	u := &openai.Usage{}
-	c.Usage = u
+	f.usage = u
 	return s.object(func(key []byte) bool {
 		switch string(key) {
 		case "prompt_tokens":

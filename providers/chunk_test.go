@@ -67,9 +67,9 @@ var chunkSeeds = []string{
 	`{`,
 }
 
-// TestDecodeChunkReadsAsEncodingJSON decodes every seed with decodeChunk
-// and with encoding/json into go-openai's type, as go-openai itself does,
-// and compares what the stream assembler reads of them.
+// TestDecodeChunkReadsAsEncodingJSON takes every seed into a stream
+// assembler by readChunk and by encoding/json into go-openai's type (as
+// go-openai itself decodes), and compares what the assembler holds after.
 func TestDecodeChunkReadsAsEncodingJSON(t *testing.T) {
 	fast := 0
 	for _, seed := range chunkSeeds {
@@ -83,9 +83,11 @@ func TestDecodeChunkReadsAsEncodingJSON(t *testing.T) {
 		t.Fatal("the escaped seed is gone")
 	}
 	for _, seed := range append(chunkSeeds[:5:5], escaped) { // role, text, finish, usage and its details, escaped text
-		var c openai.ChatCompletionStreamResponse
-		if !readChunk([]byte(seed), &c, "") {
-			t.Errorf("readChunk gave up on a plain chunk: %s", seed)
+		for _, wantID := range []bool{true, false} {
+			var f chunkRead
+			if !readChunk([]byte(seed), &f, wantID) {
+				t.Errorf("readChunk gave up on a plain chunk: %s", seed)
+			}
 		}
 	}
 	if fast < 10 {
@@ -93,28 +95,50 @@ func TestDecodeChunkReadsAsEncodingJSON(t *testing.T) {
 	}
 }
 
-// TestDecodeChunkReuses checks that decoding into the chunk before leaves
-// nothing of it behind, and keeps the id's string.
-func TestDecodeChunkReuses(t *testing.T) {
-	var c openai.ChatCompletionStreamResponse
-	if err := decodeChunk([]byte(`{"id":"chatcmpl-1","choices":[{"index":0,"delta":{"content":"xy"},"finish_reason":"stop"},{"index":1}]}`), &c); err != nil {
-		t.Fatal(err)
+// TestTakeChunkAfterEncodingJSON: a chunk encoding/json decodes (a tool
+// call's) into the spare chunk leaves nothing of itself for the next one.
+func TestTakeChunkAfterEncodingJSON(t *testing.T) {
+	var acc streamAcc
+	var spare openai.ChatCompletionStreamResponse
+	var deltas []string
+	onDelta := func(d string) { deltas = append(deltas, d) }
+	for _, chunk := range []string{
+		`{"id":"chatcmpl-1","choices":[{"index":0,"delta":{"content":"xy","tool_calls":[{"index":0,"id":"c1","function":{"name":"f","arguments":"{}"}}]},"finish_reason":null},{"index":1}]}`,
+		`{"id":"chatcmpl-2","choices":[{"index":0,"delta":{"content":"a"}},{"index":0,"delta":{"content":"b"}}]}`,
+		`{"id":"chatcmpl-2","choices":[{"index":0,"delta":{}}]}`,
+		`{"id":"chatcmpl-2","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`,
+	} {
+		if err := acc.takeChunk([]byte(chunk), &spare, onDelta); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := decodeChunk([]byte(`{"id":"chatcmpl-1","choices":[{"index":0,"delta":{}}]}`), &c); err != nil {
-		t.Fatal(err)
+	if got, want := accSummary(&acc, deltas), `id="chatcmpl-1" text="xyab" finish="tool_calls" usage=<nil> chunks=4 calls=1 deltas=["xy" "a" "b"]`; got != want {
+		t.Errorf("assembled %s\nwant      %s", got, want)
 	}
-	if got := summary(&c); got != `id="chatcmpl-1" usage=false [{0 "" "" 0}]` {
-		t.Errorf("second chunk read as %s", got)
-	}
-	// The id is the chunk before's string, and the text the one allocation.
-	text := []byte(`{"id":"chatcmpl-1","choices":[{"index":0,"delta":{"content":"hello"},"finish_reason":null}]}`)
-	if n := testing.AllocsPerRun(100, func() { _ = decodeChunk(text, &c) }); n > 1 {
-		t.Errorf("a text chunk took %v allocations, want at most 1", n)
+}
+
+// TestReadChunkAllocations: a text chunk allocates its text, and its id
+// only while the stream has none.
+func TestReadChunkAllocations(t *testing.T) {
+	text := []byte(`{"id":"chatcmpl-1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"hello"},"finish_reason":null}]}`)
+	for _, c := range []struct {
+		wantID bool
+		allocs float64
+	}{{false, 1}, {true, 2}} {
+		n := testing.AllocsPerRun(100, func() {
+			var f chunkRead
+			if !readChunk(text, &f, c.wantID) {
+				t.Fatal("readChunk gave up")
+			}
+		})
+		if n > c.allocs {
+			t.Errorf("wantID %v: a text chunk took %v allocations, want at most %v", c.wantID, n, c.allocs)
+		}
 	}
 }
 
 // FuzzDecodeChunk holds readChunk to encoding/json on any input: when it
-// reads one, encoding/json must read it too, to the same result.
+// reads one, encoding/json must read it too, to the same assembler.
 //
 //	go test ./providers -run '^$' -fuzz '^FuzzDecodeChunk$' -fuzztime 5m
 func FuzzDecodeChunk(f *testing.F) {
@@ -123,48 +147,78 @@ func FuzzDecodeChunk(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		sameChunk(t, data)
-		var c openai.ChatCompletionStreamResponse
-		err := decodeChunk(data, &c)
-		var want openai.ChatCompletionStreamResponse
-		wantErr := json.Unmarshal(data, &want)
-		if (err == nil) != (wantErr == nil) || (err == nil && summary(&c) != summary(&want)) {
-			t.Fatalf("%q: decodeChunk read %s (%v), encoding/json %s (%v)", data, summary(&c), err, summary(&want), wantErr)
+		for _, prev := range []string{"", "chatcmpl-0"} {
+			got, err := takenBy(data, prev, true)
+			want, wantErr := takenBy(data, prev, false)
+			if (err == nil) != (wantErr == nil) || (err == nil && got != want) {
+				t.Fatalf("%q after %q: takeChunk made %s (%v), encoding/json %s (%v)", data, prev, got, err, want, wantErr)
+			}
 		}
 	})
 }
 
 // sameChunk fails t when readChunk reads data other than encoding/json
-// does; it reports whether readChunk read it.
+// does, into an assembler with no id yet and into one with one; it reports
+// whether readChunk read it.
 func sameChunk(t *testing.T, data []byte) bool {
 	t.Helper()
-	var got openai.ChatCompletionStreamResponse
-	if !readChunk(data, &got, "") {
-		return false
+	read := false
+	for _, prev := range []string{"", "chatcmpl-0"} {
+		acc := streamAcc{id: prev}
+		var f chunkRead
+		if !readChunk(data, &f, prev == "") {
+			if read {
+				t.Fatalf("%q: readChunk read it for a stream without an id, not after %q", data, prev)
+			}
+			continue
+		}
+		if prev == "" {
+			read = true
+		}
+		var deltas []string
+		acc.take(&f, func(d string) { deltas = append(deltas, d) })
+		got := accSummary(&acc, deltas)
+		want, err := takenBy(data, prev, false)
+		if err != nil {
+			t.Fatalf("%q: readChunk made %s, encoding/json failed: %v", data, got, err)
+		}
+		if got != want {
+			t.Fatalf("%q after %q: readChunk made %s, encoding/json %s", data, prev, got, want)
+		}
 	}
-	var want openai.ChatCompletionStreamResponse
-	if err := json.Unmarshal(data, &want); err != nil {
-		t.Fatalf("%q: readChunk read %s, encoding/json failed: %v", data, summary(&got), err)
-	}
-	if summary(&got) != summary(&want) {
-		t.Fatalf("%q: readChunk read %s, encoding/json %s", data, summary(&got), summary(&want))
-	}
-	return true
+	return read
 }
 
-// summary is what streamAcc reads of a chunk.
-func summary(c *openai.ChatCompletionStreamResponse) string {
-	s := fmt.Sprintf("id=%q usage=%v [", c.ID, c.Usage != nil)
-	if u := c.Usage; u != nil {
-		s = fmt.Sprintf("id=%q usage={%d %d %d %+v %+v} [", c.ID, u.PromptTokens, u.CompletionTokens, u.TotalTokens,
+// takenBy is the assembler, with id prev before, after it takes data:
+// through takeChunk (fast), or decoded by encoding/json and added.
+func takenBy(data []byte, prev string, fast bool) (string, error) {
+	acc := streamAcc{id: prev}
+	var deltas []string
+	onDelta := func(d string) { deltas = append(deltas, d) }
+	if fast {
+		var spare openai.ChatCompletionStreamResponse
+		if err := acc.takeChunk(data, &spare, onDelta); err != nil {
+			return "", err
+		}
+	} else {
+		var c openai.ChatCompletionStreamResponse
+		if err := json.Unmarshal(data, &c); err != nil {
+			return "", err
+		}
+		acc.add(&c, onDelta)
+	}
+	return accSummary(&acc, deltas), nil
+}
+
+// accSummary is what an assembler holds, and the deltas it handed over.
+func accSummary(s *streamAcc, deltas []string) string {
+	usage := "<nil>"
+	if u := s.usage; u != nil {
+		usage = fmt.Sprintf("{%d %d %d %+v %+v}", u.PromptTokens, u.CompletionTokens, u.TotalTokens,
 			u.PromptTokensDetails, u.CompletionTokensDetails)
 	}
-	for i, ch := range c.Choices {
-		if i > 0 {
-			s += " "
-		}
-		s += fmt.Sprintf("{%d %q %q %d}", ch.Index, ch.Delta.Content, ch.FinishReason, len(ch.Delta.ToolCalls))
-	}
-	return s + "]"
+	return fmt.Sprintf("id=%q text=%q finish=%q usage=%s chunks=%d calls=%d deltas=%q",
+		s.id, s.text.String(), s.finish, usage, s.chunks, len(s.calls), deltas)
 }
 
 // TestUnescapeReadsAsEncodingJSON: the escapes a model's text is full of

@@ -22,10 +22,27 @@ type eventReader struct {
 	// r reads the body while an event is read, and goes back to readers
 	// once it has nothing left buffered: nil while the stream waits for
 	// its next event.
-	r     *bufio.Reader
-	src   primedBody
+	r   *bufio.Reader
+	src primedBody
+	// rare holds what only a long line or a line that is not a data event
+	// needs, made at the first. The reader is one cache line without it,
+	// the first a stream's every chunk touches (issue 22).
+	rare *rareLines
+}
+
+// rareLines is what an event reader keeps of the lines that are not one
+// data event each.
+type rareLines struct {
 	long  []byte       // a line longer than r's buffer
 	other bytes.Buffer // lines that are not data events: an error body, maybe
+}
+
+// rareLines returns e.rare, made when first needed.
+func (e *eventReader) rareLines() *rareLines {
+	if e.rare == nil {
+		e.rare = new(rareLines)
+	}
+	return e.rare
 }
 
 // newEventReader reads the events of body. pause, when not nil, is called
@@ -34,14 +51,15 @@ type eventReader struct {
 // handed over (runtime.StreamPauser).
 func newEventReader(body io.Reader, pause func()) *eventReader {
 	e := new(eventReader)
-	e.reset(body, pause)
+	e.reset(body, pause, 0)
 	return e
 }
 
-// reset makes e a reader of body's events, as newEventReader does; a call
+// reset makes e a reader of body's events, as newEventReader does, failing
+// with errTooLarge once more than max bytes came (0: no bound); a call
 // keeps its stream's reader in itself (call.events).
-func (e *eventReader) reset(body io.Reader, pause func()) {
-	*e = eventReader{src: primedBody{body: body, pause: pause}}
+func (e *eventReader) reset(body io.Reader, pause func(), max int64) {
+	*e = eventReader{src: primedBody{body: body, pause: pause, left: max, max: max}}
 }
 
 // handed records that the event last read was handed over: the next read
@@ -64,12 +82,17 @@ const eventBuffer = 1 << 10
 var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, eventBuffer) }}
 
 // primedBody is a stream's body with the byte that ended the wait for an
-// event in front of it.
+// event in front of it. It bounds the body too (max_response_bytes), which
+// a reader of its own around the body did: one more object a stream
+// touched at every chunk (issue 22).
 type primedBody struct {
 	body  io.Reader
 	pause func() // before a read of body, when not nil and owed
-	first [1]byte
-	has   bool
+	// left is what may still be read of body, max what could at first
+	// (0: no bound).
+	left, max int64
+	first     [1]byte
+	has       bool
 	// owed: an event was handed over since pause was last called. Without
 	// one, pause has nothing to send: it is not called, which spares a
 	// stream's every chunk a look at the run's state, gone cold while the
@@ -85,7 +108,30 @@ func (p *primedBody) Read(b []byte) (int, error) {
 		return 1, nil
 	}
 	p.paused()
-	return p.body.Read(b)
+	return p.read(b)
+}
+
+// read reads body, failing once more than max bytes came.
+func (p *primedBody) read(b []byte) (int, error) {
+	if p.max <= 0 {
+		return p.body.Read(b)
+	}
+	if p.left < 0 {
+		return 0, p.tooLarge()
+	}
+	if int64(len(b)) > p.left+1 {
+		b = b[:p.left+1]
+	}
+	n, err := p.body.Read(b)
+	p.left -= int64(n)
+	if p.left < 0 {
+		return 0, p.tooLarge()
+	}
+	return n, err
+}
+
+func (p *primedBody) tooLarge() error {
+	return fmt.Errorf("%w (over %d bytes)", errTooLarge, p.max)
 }
 
 // paused calls pause, if an event was handed over since the last call: a
@@ -101,7 +147,7 @@ func (p *primedBody) paused() {
 func (e *eventReader) wait() error {
 	e.src.paused()
 	for {
-		n, err := e.src.body.Read(e.src.first[:])
+		n, err := e.src.read(e.src.first[:])
 		if n > 0 {
 			e.src.has = true
 			e.r = readers.Get().(*bufio.Reader)
@@ -165,7 +211,9 @@ func (e *eventReader) next() ([]byte, error) {
 			if !isData {
 				payload = line
 			}
-			e.other.Write(payload)
+			if len(payload) > 0 { // the empty line that ends every event adds nothing
+				e.rareLines().other.Write(payload)
+			}
 			if empty++; empty > emptyEventsLimit {
 				return nil, openai.ErrTooManyEmptyStreamMessages
 			}
@@ -199,28 +247,29 @@ func (e *eventReader) line() ([]byte, error) {
 	// aside) is an upstream gone wrong, and reading on would hold all of
 	// it. The check is made before each read, so that a line is never
 	// held much past the limit, and once more at its end.
-	e.long = append(e.long[:0], line...)
+	rare := e.rareLines()
+	rare.long = append(rare.long[:0], line...)
 	for errors.Is(err, bufio.ErrBufferFull) {
-		if len(e.long) > maxLineBytes {
+		if len(rare.long) > maxLineBytes {
 			return nil, errLineTooLong
 		}
 		line, err = e.r.ReadSlice('\n')
-		e.long = append(e.long, line...)
+		rare.long = append(rare.long, line...)
 	}
-	if len(bytes.TrimRight(e.long, "\r\n")) > maxLineBytes {
+	if len(bytes.TrimRight(rare.long, "\r\n")) > maxLineBytes {
 		return nil, errLineTooLong
 	}
-	return e.long, err
+	return rare.long, err
 }
 
 // apiError is the error object the lines that were not data events make up,
 // if they make up one.
 func (e *eventReader) apiError() *openai.APIError {
-	if e.other.Len() == 0 {
+	if e.rare == nil || e.rare.other.Len() == 0 {
 		return nil
 	}
 	var resp openai.ErrorResponse
-	if json.Unmarshal(e.other.Bytes(), &resp) != nil {
+	if json.Unmarshal(e.rare.other.Bytes(), &resp) != nil {
 		return nil
 	}
 	return resp.Error

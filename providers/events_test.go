@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unsafe"
 
 	openai "github.com/sashabaranov/go-openai"
 )
@@ -284,5 +285,31 @@ func TestEventReaderPausesOnlyAfterHandingOver(t *testing.T) {
 	}
 	if strings.Join(log, " | ") != strings.Join(want, " | ") {
 		t.Fatalf("the reader did\n %s\nwant\n %s", strings.Join(log, " | "), strings.Join(want, " | "))
+	}
+}
+
+// TestEventReaderIsOneLine: a stream of data events keeps its event reader
+// to one cache line, the first of a call's (issue 22); what other lines
+// need is made at the first of them.
+func TestEventReaderIsOneLine(t *testing.T) {
+	if size := unsafe.Sizeof(eventReader{}); size > 64 {
+		t.Errorf("an event reader is %d bytes, want at most 64", size)
+	}
+	read := func(body string) *eventReader {
+		e := newEventReader(strings.NewReader(body), nil)
+		for {
+			if _, err := e.next(); err != nil {
+				if !errors.Is(err, io.EOF) {
+					t.Fatalf("%q: %v", body, err)
+				}
+				return e
+			}
+		}
+	}
+	if e := read("data: {\"a\":1}\n\ndata: {\"a\":2}\r\n\r\ndata: [DONE]\n\n"); e.rare != nil {
+		t.Errorf("data events alone made the reader's rare lines: %+v", e.rare)
+	}
+	if e := read(": keep-alive\n\ndata: {\"a\":1}\n\n"); e.rare == nil || e.rare.other.String() != ": keep-alive" {
+		t.Errorf("a comment line was not kept with the rare lines: %+v", e.rare)
 	}
 }

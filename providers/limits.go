@@ -37,39 +37,6 @@ const maxErrorBody = 64 << 10
 // errTooLarge is an answer over a bound; the call fails with 502.
 var errTooLarge = errors.New("response too large")
 
-// limitedBody fails a body's reads with errTooLarge once more than max
-// bytes have come.
-type limitedBody struct {
-	io.ReadCloser
-	left int64
-	max  int64
-}
-
-// limitBody bounds body to max bytes.
-func limitBody(body io.ReadCloser, max int64) io.ReadCloser {
-	return &limitedBody{ReadCloser: body, left: max, max: max}
-}
-
-// Read reads, failing once the body has gone past its bound.
-func (b *limitedBody) Read(p []byte) (int, error) {
-	if b.left < 0 {
-		return 0, b.tooLarge()
-	}
-	if int64(len(p)) > b.left+1 {
-		p = p[:b.left+1]
-	}
-	n, err := b.ReadCloser.Read(p)
-	b.left -= int64(n)
-	if b.left < 0 {
-		return 0, b.tooLarge()
-	}
-	return n, err
-}
-
-func (b *limitedBody) tooLarge() error {
-	return fmt.Errorf("%w (over %d bytes)", errTooLarge, b.max)
-}
-
 // cappedBody ends a body quietly after its first bytes.
 type cappedBody struct {
 	io.Reader

@@ -11,12 +11,13 @@ import (
 
 // streamAcc assembles a streamed answer from its chunks.
 type streamAcc struct {
+	// What a text chunk touches first (call's layout).
+	chunks int
 	id     string
 	text   strings.Builder
-	calls  []*callAcc // in order of first appearance
 	finish string
 	usage  *openai.Usage
-	chunks int
+	calls  []*callAcc // in order of first appearance
 }
 
 // callAcc is one tool call being assembled.
@@ -53,6 +54,26 @@ func (s *streamAcc) add(chunk *openai.ChatCompletionStreamResponse, onDelta func
 		if c.FinishReason != "" && c.FinishReason != openai.FinishReasonNull {
 			s.finish = string(c.FinishReason)
 		}
+	}
+}
+
+// take is add for what readChunk read of a chunk.
+func (s *streamAcc) take(f *chunkRead, onDelta func(string)) {
+	s.chunks++
+	if s.id == "" {
+		s.id = f.id
+	}
+	if f.usage != nil {
+		s.usage = f.usage
+	}
+	if f.content != "" {
+		s.text.WriteString(f.content)
+		if onDelta != nil {
+			onDelta(f.content)
+		}
+	}
+	if f.finish != "" && f.finish != string(openai.FinishReasonNull) {
+		s.finish = f.finish
 	}
 }
 

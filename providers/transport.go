@@ -170,7 +170,7 @@ func (a *attempt) Do(req *http.Request) (*http.Response, error) {
 		// go-openai reads an error body whole; only its start is shown.
 		resp.Body = capBody(resp.Body, maxErrorBody)
 	case a.stream:
-		resp.Body = limitBody(resp.Body, a.maxBody)
+		// The event reader bounds a stream's body (eventReader.reset).
 	default:
 		if err := a.decode(resp); err != nil {
 			if span != nil {
