@@ -59,12 +59,13 @@ func BenchmarkSSEEncode(b *testing.B) {
 	gin.SetMode(gin.ReleaseMode)
 	c, _ := gin.CreateTestContext(httptest.NewRecorder())
 	c.Request = httptest.NewRequest(http.MethodPost, "/v1/chat/completions", nil)
-	w := &sse{c: c, stream: (&Server{cfg: &graphs.Set{}}).guardStream(c), id: completionID(), created: 1700000000, model: "support", started: true, sentRole: true}
+	c.Writer = &discardWriter{ResponseWriter: c.Writer}
+	w := &sse{c: c, stream: (&Server{cfg: &graphs.Set{}}).guardStream(c), idJSON: newStreamID(), created: 1700000000, model: "support", started: true, sentRole: true}
+	w.stream.started = true // the headers are sent: what is measured is a chunk
 	text := " word"
 	meta := chunkMetadata{AgentName: "billing"}
 	b.ReportAllocs()
 	for b.Loop() {
-		c.Writer = &discardWriter{ResponseWriter: c.Writer}
 		w.write(&chunkDelta{Content: &text}, nil, nil, &meta, nil)
 	}
 }

@@ -231,9 +231,27 @@ func (s *Server) observe(graph string, status int, code string, start time.Time,
 	}
 }
 
+// completionIDBytes is how many random bytes a completion id holds.
+const completionIDBytes = 12
+
 // completionID returns a fresh "chatcmpl-..." id.
 func completionID() string {
-	var b [12]byte
+	id := newStreamID()
+	return string(id[1 : len(id)-1])
+}
+
+// streamID is a completion id as JSON, quotes included: a chat stream's
+// renderer keeps its id so, in itself, since every chunk starts with it
+// and a string of its own was one more object each chunk touched (issue
+// 22).
+type streamID [len(`"chatcmpl-"`) + 2*completionIDBytes]byte
+
+// newStreamID returns a fresh completion id (completionID) as JSON.
+func newStreamID() (id streamID) {
+	var b [completionIDBytes]byte
 	_, _ = rand.Read(b[:])
-	return "chatcmpl-" + hex.EncodeToString(b[:])
+	n := copy(id[:], `"chatcmpl-`)
+	hex.Encode(id[n:], b[:])
+	id[len(id)-1] = '"'
+	return id
 }

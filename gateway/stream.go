@@ -71,9 +71,14 @@ func subagentEvent(k runtime.EventKind) string {
 // chunk, so a run that fails before it says anything still gets a proper
 // HTTP error status.
 type sse struct {
-	// What every text chunk reads comes first, with the write guard after
-	// it: two cache lines, where it was three, since a stream that waited
-	// for its next chunk finds each line gone cold (issue 22).
+	// What every text chunk reads comes first, with the write guard's
+	// fields after it: two cache lines, where it was three and two more
+	// objects (the id's string and the gin.Context), since a stream that
+	// waited for its next chunk finds each line gone cold (issue 22).
+	//
+	// idJSON is the stream's id as JSON, quotes included, which every
+	// chunk starts with.
+	idJSON   streamID
 	started  bool
 	sentRole bool
 	// ending: the stream's last chunks are being written; each is held
@@ -81,18 +86,17 @@ type sse struct {
 	ending bool
 	// batch: the chunk being written is of a batched delta, held until
 	// the run's next EventFlush.
-	batch   bool
-	created int64
-	model   string
-	agent   string
-	id      string
+	batch        bool
+	includeUsage bool
+	created      int64
+	model        string
 	// stream: every write goes through it. A value, not an object of its
 	// own: every chunk goes through both (issue 22).
 	stream streamGuard
 
-	c            *gin.Context
-	sessionID    string
-	includeUsage bool
+	agent     string
+	c         *gin.Context
+	sessionID string
 	// params are the run's sampling parameters (decodeChat).
 	params runtime.Params
 }
@@ -102,7 +106,7 @@ func (s *Server) newSSE(c *gin.Context, g *graphs.Graph, sessionID string, inclu
 	if sessionID != "" {
 		c.Header(s.cfg.Server.SessionHeader, sessionID)
 	}
-	return &sse{c: c, stream: s.guardStream(c), id: completionID(), created: time.Now().Unix(), model: g.Name, sessionID: sessionID, includeUsage: includeUsage}
+	return &sse{c: c, stream: s.guardStream(c), idJSON: newStreamID(), created: time.Now().Unix(), model: g.Name, sessionID: sessionID, includeUsage: includeUsage}
 }
 
 // guard returns the stream's write guard.
@@ -243,7 +247,7 @@ func putEventBuf(bp *[]byte, b []byte) {
 // write sends one chunk; a usage chunk has no choices.
 func (w *sse) write(d *chunkDelta, calls []streamToolCall, finish *string, meta *chunkMetadata, usage *runtime.Usage) {
 	bp := eventBufs.Get().(*[]byte)
-	b, err := appendChunk(append((*bp)[:0], "data: "...), w.id, w.created, w.model, d, calls, finish, meta, usage)
+	b, err := appendChunk(append((*bp)[:0], "data: "...), w.idJSON[:], w.created, w.model, d, calls, finish, meta, usage)
 	if err != nil {
 		putEventBuf(bp, *bp)
 		return
@@ -253,11 +257,11 @@ func (w *sse) write(d *chunkDelta, calls []streamToolCall, finish *string, meta 
 	putEventBuf(bp, b)
 }
 
-// appendChunk appends one chunk's JSON to b. Only tool calls, in the last
-// chunk of a run, go through encoding/json.
-func appendChunk(b []byte, id string, created int64, model string, d *chunkDelta, calls []streamToolCall, finish *string, meta *chunkMetadata, usage *runtime.Usage) ([]byte, error) {
+// appendChunk appends one chunk's JSON to b; idJSON is its id as JSON.
+// Only tool calls, in the last chunk of a run, go through encoding/json.
+func appendChunk(b, idJSON []byte, created int64, model string, d *chunkDelta, calls []streamToolCall, finish *string, meta *chunkMetadata, usage *runtime.Usage) ([]byte, error) {
 	b = append(b, `{"id":`...)
-	b = jsonenc.AppendString(b, id)
+	b = append(b, idJSON...)
 	b = append(b, `,"object":"chat.completion.chunk","created":`...)
 	b = strconv.AppendInt(b, created, 10)
 	b = append(b, `,"model":`...)

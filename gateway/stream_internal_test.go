@@ -2,10 +2,15 @@ package gateway
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
+	"github.com/gin-gonic/gin"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/switchboard-ai/switchboard/graphs"
+	"github.com/switchboard-ai/switchboard/internal/jsonenc"
 	"github.com/switchboard-ai/switchboard/runtime"
 )
 
@@ -72,7 +77,7 @@ func TestAppendChunkMatchesEncodingJSON(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := appendChunk(nil, id, created, model, &tt.delta, tt.calls, tt.finish, &tt.meta, tt.usage)
+			got, err := appendChunk(nil, jsonenc.AppendString(nil, id), created, model, &tt.delta, tt.calls, tt.finish, &tt.meta, tt.usage)
 			if err != nil {
 				t.Fatalf("appendChunk: %v", err)
 			}
@@ -80,5 +85,53 @@ func TestAppendChunkMatchesEncodingJSON(t *testing.T) {
 				t.Errorf("appendChunk mismatch (-encoding/json +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// countingWriter is a writer a middleware could put in gin's place: it
+// must keep every write of a stream.
+type countingWriter struct {
+	gin.ResponseWriter
+	writes int
+}
+
+func (w *countingWriter) Write(b []byte) (int, error) {
+	w.writes++
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap is for http.ResponseController, as a middleware's writer has it.
+func (w *countingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// TestStreamGuardGoesAroundOnlyGinsWriter: once the headers are sent, a
+// stream writes to net/http's writer under gin's (which only counts), and
+// keeps a writer a middleware put in gin's place.
+func TestStreamGuardGoesAroundOnlyGinsWriter(t *testing.T) {
+	gin.SetMode(gin.ReleaseMode)
+	s := &Server{cfg: &graphs.Set{}}
+
+	rec := httptest.NewRecorder()
+	c, _ := gin.CreateTestContext(rec)
+	c.Request = httptest.NewRequest(http.MethodPost, "/v1/chat/completions", nil)
+	g := s.guardStream(c)
+	g.write([]byte("data: 1\n\n"))
+	if g.w != http.ResponseWriter(rec) {
+		t.Errorf("after the headers, writes go to %T, want net/http's writer under gin's", g.w)
+	}
+	g.write([]byte("data: 2\n\n"))
+	if got := rec.Body.String(); got != "data: 1\n\ndata: 2\n\n" || c.Writer.Status() != http.StatusOK {
+		t.Errorf("wrote %q with status %d", got, c.Writer.Status())
+	}
+
+	c, _ = gin.CreateTestContext(httptest.NewRecorder())
+	c.Request = httptest.NewRequest(http.MethodPost, "/v1/chat/completions", nil)
+	mw := &countingWriter{ResponseWriter: c.Writer}
+	c.Writer = mw
+	g = s.guardStream(c)
+	g.write([]byte("data: 1\n\n"))
+	g.hold([]byte("data: 2\n\n"))
+	g.write([]byte("data: 3\n\n"))
+	if mw.writes != 3 {
+		t.Errorf("the middleware's writer saw %d writes, want 3", mw.writes)
 	}
 }

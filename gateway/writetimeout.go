@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"net/http"
+	"reflect"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -33,8 +34,14 @@ import (
 // streamGuard writes a stream's events under the write timeout.
 type streamGuard struct {
 	// What a write reads comes first, in one cache line (issue 22).
-	c       *gin.Context
-	rc      http.ResponseController // a value: one object fewer a stream to touch at each flush
+	//
+	// w is what the stream writes to: gin's writer for the first write,
+	// which sends the headers and records the status gin and the
+	// telemetry middleware read after the handler, then net/http's own
+	// under it (unwrapped). Gin's writer only counts the bytes, which no
+	// one reads of a stream, and going through it touched the stream's
+	// gin.Context at every chunk.
+	w       http.ResponseWriter
 	timeout time.Duration
 	// deadline is the write deadline set on the connection; a write sets
 	// a new one only once a sixteenth of the timeout has gone by since
@@ -58,7 +65,7 @@ func (s *Server) guardStream(c *gin.Context) streamGuard {
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
-	return streamGuard{ctx: c.Request.Context(), c: c, rc: *http.NewResponseController(c.Writer), timeout: timeout}
+	return streamGuard{ctx: c.Request.Context(), w: c.Writer, timeout: timeout}
 }
 
 // streaming is a renderer that streams: its run uses its guard's context.
@@ -93,6 +100,7 @@ func (g *streamGuard) write(b []byte) {
 	if !g.started {
 		g.started = true
 		freshstack.Run(func() { g.send(b) })
+		g.unwrap()
 		return
 	}
 	g.send(b)
@@ -110,7 +118,7 @@ func (g *streamGuard) hold(b []byte) {
 		return
 	}
 	g.refreshDeadline()
-	if _, err := g.c.Writer.Write(b); err != nil {
+	if _, err := g.w.Write(b); err != nil {
 		g.failed = true
 		return
 	}
@@ -123,7 +131,7 @@ func (g *streamGuard) flush() {
 		return
 	}
 	g.held = false
-	if err := g.rc.Flush(); err != nil {
+	if err := http.NewResponseController(g.w).Flush(); err != nil {
 		g.failed = true
 	}
 }
@@ -131,13 +139,29 @@ func (g *streamGuard) flush() {
 // send writes b and flushes it.
 func (g *streamGuard) send(b []byte) {
 	g.refreshDeadline()
-	_, err := g.c.Writer.Write(b)
+	_, err := g.w.Write(b)
 	if err == nil {
-		err = g.rc.Flush()
+		err = http.NewResponseController(g.w).Flush()
 	}
 	g.held = false
 	if err != nil {
 		g.failed = true // net/http has cancelled the run's context
+	}
+}
+
+// ginWriter is the type of gin's own response writer, as gin.Context.Writer
+// is made: it counts what is written and passes the rest on. A writer some
+// middleware put in its place is kept (unwrap).
+var ginWriter = func() reflect.Type {
+	c, _ := gin.CreateTestContext(nil)
+	return reflect.TypeOf(c.Writer)
+}()
+
+// unwrap goes on to net/http's writer under gin's, once the headers are
+// sent through gin's (write).
+func (g *streamGuard) unwrap() {
+	if u, ok := g.w.(interface{ Unwrap() http.ResponseWriter }); ok && reflect.TypeOf(g.w) == ginWriter {
+		g.w = u.Unwrap()
 	}
 }
 
@@ -153,13 +177,13 @@ func (g *streamGuard) refreshDeadline() {
 		return
 	}
 	g.deadline = now.Add(g.timeout + g.timeout/16)
-	_ = g.rc.SetWriteDeadline(g.deadline)
+	_ = http.NewResponseController(g.w).SetWriteDeadline(g.deadline)
 }
 
 // close lifts the write deadline, which would otherwise stay on a kept-alive
 // connection and fail its next answer.
 func (g *streamGuard) close() {
 	if !g.failed {
-		_ = g.rc.SetWriteDeadline(time.Time{})
+		_ = http.NewResponseController(g.w).SetWriteDeadline(time.Time{})
 	}
 }
