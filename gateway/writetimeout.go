@@ -151,11 +151,11 @@ func (g *streamGuard) send(b []byte) {
 
 // ginWriter is the type of gin's own response writer, as gin.Context.Writer
 // is made: it counts what is written and passes the rest on. A writer some
-// middleware put in its place is kept (unwrap).
-var ginWriter = func() reflect.Type {
-	c, _ := gin.CreateTestContext(nil)
-	return reflect.TypeOf(c.Writer)
-}()
+// middleware put in its place is kept (unwrap). (The context is made on an
+// engine of its own, not gin.New's: that one logs a warning in gin's debug
+// mode, before the server has set the mode, on the first line of the
+// gateway's output.)
+var ginWriter = reflect.TypeOf(gin.CreateTestContextOnly(nil, &gin.Engine{}).Writer)
 
 // unwrap goes on to net/http's writer under gin's, once the headers are
 // sent through gin's (write).

@@ -1,12 +1,17 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/json"
+	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/switchboard-ai/switchboard/internal/gwtest"
 )
@@ -237,6 +242,57 @@ func TestConfigProblemsMaskCredentials(t *testing.T) {
 		code, _, errOut := runCLI("validate", "--config", writeConfig(t, yaml))
 		if code != 1 || !strings.Contains(errOut, "config invalid: ") || strings.Contains(errOut, "pwsecret1") {
 			t.Errorf("%s: exit %d, stderr %q", name, code, errOut)
+		}
+	}
+}
+
+// TestServeOutputIsItsLog: what serve writes is its JSON log from the first
+// line on. Tools read the address it listens on from that log (the e2e
+// suite, the benchmarks), and a package that printed at start-up (gin's
+// debug-mode warning, from an engine made at init) broke them.
+func TestServeOutputIsItsLog(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "switchboard")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	pr, pw := io.Pipe()
+	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0")
+	cmd.Stdout, cmd.Stderr = pw, pw
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Wait()
+		pw.Close()
+	}()
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				t.Fatal("serve ended without saying it listens")
+			}
+			if !json.Valid([]byte(line)) {
+				t.Fatalf("serve wrote a line that is not its JSON log: %q", line)
+			}
+			if strings.Contains(line, `"switchboard listening"`) {
+				go func() { // the rest is drained, so that serve never blocks on the pipe
+					for range lines {
+					}
+				}()
+				return
+			}
+		case <-timeout:
+			t.Fatal("serve did not say it listens within 30s")
 		}
 	}
 }
