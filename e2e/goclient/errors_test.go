@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
@@ -93,6 +94,41 @@ func TestErrors(t *testing.T) {
 		}
 		if acc.Choices[0].Message.Content != "Hello" {
 			t.Errorf("text before the error: %q", acc.Choices[0].Message.Content)
+		}
+	})
+
+	// A provider's event line over 1 MiB is an upstream gone wrong
+	// (max_response_bytes, CONTRACT): before the stream starts the client
+	// gets a 502, after it an error event, with the text before it intact.
+	overLine := strings.Repeat("x", 1<<20+1)
+	t.Run("an event line over the bound before a stream starts", func(t *testing.T) {
+		newFake(t, fakeReply{StreamChunks: []string{overLine}})
+		stream := oa.Chat.Completions.NewStreaming(ctx, user("hi"))
+		defer stream.Close()
+		for stream.Next() {
+			t.Errorf("a chunk before the error: %.200s", stream.Current().RawJSON())
+		}
+		apiError(t, stream.Err(), http.StatusBadGateway, "upstream_error", "")
+		if e := (*openai.Error)(nil); errors.As(stream.Err(), &e) && !strings.Contains(e.Message, "response too large") {
+			t.Errorf("error message %q, want it to say response too large", e.Message)
+		}
+	})
+
+	t.Run("an event line over the bound after a stream started", func(t *testing.T) {
+		newFake(t, fakeReply{StreamChunks: []string{"Hel", "lo", overLine}})
+		stream := oa.Chat.Completions.NewStreaming(ctx, user("hi"))
+		defer stream.Close()
+		var acc openai.ChatCompletionAccumulator
+		for stream.Next() {
+			if !acc.AddChunk(stream.Current()) {
+				t.Fatalf("the accumulator refused %.200s", stream.Current().RawJSON())
+			}
+		}
+		if err := stream.Err(); err == nil || !strings.Contains(err.Error(), "response too large") {
+			t.Errorf("stream error %v, want it to say response too large", err)
+		}
+		if len(acc.Choices) == 0 || acc.Choices[0].Message.Content != "Hello" {
+			t.Errorf("text before the error: %+v", acc.Choices)
 		}
 	})
 
