@@ -12,10 +12,10 @@ import (
 
 // takeChunk hands one stream event's chunk to the assembler. Most chunks
 // are a role, a piece of text, a finish reason or the usage: readChunk
-// reads those without reflection, with at most one allocation (the text),
-// into a chunkRead on this goroutine's stack. Anything else, and anything
-// it is not sure it reads exactly as encoding/json does, is decoded by
-// encoding/json into spare, as go-openai would, and added from there.
+// reads those without reflection or allocation, into a chunkRead on this
+// goroutine's stack. Anything else, and anything it is not sure it reads
+// exactly as encoding/json does, is decoded by encoding/json into spare,
+// as go-openai would, and added from there.
 // Decoding every chunk by reflection was the largest part of the CPU a
 // gateway stream cost beyond a proxy's; decoding into go-openai's chunk
 // type, even without reflection, touched its three cache lines and a
@@ -39,8 +39,10 @@ func (s *streamAcc) takeChunk(data []byte, spare *openai.ChatCompletionStreamRes
 // chunkRead is what readChunk reads of a chunk: what streamAcc takes of it
 // (take), which is the choice of index 0 of it and no other.
 type chunkRead struct {
-	id      string // "" when not asked for (readChunk's wantID)
-	content string // the text of its choice of index 0
+	id string // "" when not asked for (readChunk's wantID)
+	// content is the text of its choice of index 0: the chunk's own bytes
+	// when it has no escape, so valid only until the next event is read.
+	content []byte
 	finish  string // that choice's finish reason
 	usage   *openai.Usage
 	zero    bool // a choice of index 0 was read
@@ -117,7 +119,8 @@ func (s *scanner) choice(f *chunkRead) bool {
 		return false
 	}
 	var index int
-	var content, finish string
+	var content []byte
+	var finish string
 	sawDelta := false
 	ok := s.object(func(key []byte) bool {
 		switch string(key) {
@@ -155,14 +158,14 @@ func (s *scanner) choice(f *chunkRead) bool {
 
 // delta reads a choice's delta: its text; a tool call or a function call
 // is left to encoding/json.
-func (s *scanner) delta(content *string) bool {
+func (s *scanner) delta(content *[]byte) bool {
 	return s.object(func(key []byte) bool {
 		switch string(key) {
 		case "content":
 			if s.null() {
 				return true
 			}
-			v, ok := s.str()
+			v, ok := s.text()
 			*content = v
 			return ok
 		case "role", "refusal", "reasoning_content":

@@ -137,31 +137,48 @@ func (s *scanner) str() (string, bool) {
 	if raw, ok := s.plainString(); ok {
 		return string(raw), true
 	}
+	v, ok := s.escaped()
+	return string(v), ok
+}
+
+// text reads a string value as str does, into bytes: a plain string's are
+// the scanner's own, valid only as long as what it scans. A chunk's text
+// is copied once, where the stream keeps it (streamAcc.take), not first
+// into a string of its own (issue 22).
+func (s *scanner) text() ([]byte, bool) {
+	if raw, ok := s.plainString(); ok {
+		return raw, true
+	}
+	return s.escaped()
+}
+
+// escaped reads a string value plainString would not.
+func (s *scanner) escaped() ([]byte, bool) {
 	start := s.i
 	if !s.skipString() {
-		return "", false
+		return nil, false
 	}
 	if v, ok := unescape(s.b[start+1 : s.i-1]); ok {
 		return v, true
 	}
 	var v string
 	if json.Unmarshal(s.b[start:s.i], &v) != nil {
-		return "", false
+		return nil, false
 	}
-	return v, true
+	return []byte(v), true
 }
 
 // unescape decodes the inside of a JSON string that skipString accepted.
 // It gives up (false) on invalid UTF-8 and on a \u escape of a surrogate
 // that is not half of a valid pair, which encoding/json replaces.
-func unescape(raw []byte) (string, bool) {
+func unescape(raw []byte) ([]byte, bool) {
 	out := make([]byte, 0, len(raw))
 	for i := 0; i < len(raw); {
 		c := raw[i]
 		switch {
 		case c == '\\':
 			if i+1 >= len(raw) {
-				return "", false
+				return nil, false
 			}
 			switch e := raw[i+1]; e {
 			case '"', '\\', '/':
@@ -179,23 +196,23 @@ func unescape(raw []byte) (string, bool) {
 			case 'u':
 				r, ok := hex4(raw[i+2:])
 				if !ok {
-					return "", false
+					return nil, false
 				}
 				i += 6
 				if utf16.IsSurrogate(r) {
 					if len(raw) < i+6 || raw[i] != '\\' || raw[i+1] != 'u' {
-						return "", false
+						return nil, false
 					}
 					r2, ok := hex4(raw[i+2:])
 					if r = utf16.DecodeRune(r, r2); !ok || r == utf8.RuneError {
-						return "", false
+						return nil, false
 					}
 					i += 6
 				}
 				out = utf8.AppendRune(out, r)
 				continue
 			default:
-				return "", false
+				return nil, false
 			}
 			i += 2
 		case c < utf8.RuneSelf:
@@ -204,13 +221,13 @@ func unescape(raw []byte) (string, bool) {
 		default:
 			r, n := utf8.DecodeRune(raw[i:])
 			if r == utf8.RuneError && n == 1 {
-				return "", false
+				return nil, false
 			}
 			out = append(out, raw[i:i+n]...)
 			i += n
 		}
 	}
-	return string(out), true
+	return out, true
 }
 
 // hex4 reads the four hex digits of a \u escape.

@@ -66,10 +66,14 @@ func (s *streamAcc) take(f *chunkRead, onDelta func(string)) {
 	if f.usage != nil {
 		s.usage = f.usage
 	}
-	if f.content != "" {
-		s.text.WriteString(f.content)
+	if len(f.content) > 0 {
+		// The delta handed over is the text's own tail: what a
+		// strings.Builder holds is never written again, so the string
+		// stays as it is whatever the builder does next.
+		n := s.text.Len()
+		s.text.Write(f.content)
 		if onDelta != nil {
-			onDelta(f.content)
+			onDelta(s.text.String()[n:])
 		}
 	}
 	if f.finish != "" && f.finish != string(openai.FinishReasonNull) {
