@@ -298,7 +298,7 @@ func (c *call) stream(onDelta func(string)) (*runtime.ChatResponse, error) {
 		c.timer.Reset(min(c.u.idle, left))
 	}
 	c.acc = streamAcc{}
-	var pause func()
+	var pause runtime.Pauser
 	if onDelta != nil { // a stream with no one to take its deltas has none to batch
 		pause = runtime.StreamPauser(c.parent)
 	}

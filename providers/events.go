@@ -7,9 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sync"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/switchboard-ai/switchboard/runtime"
 )
 
 // eventReader reads the data events of a streamed answer's body, as
@@ -49,7 +52,7 @@ func (e *eventReader) rareLines() *rareLines {
 // before a read of body that may wait, when an event was handed over since
 // the last call (handed): the stream's events read so far have all been
 // handed over (runtime.StreamPauser).
-func newEventReader(body io.Reader, pause func()) *eventReader {
+func newEventReader(body io.Reader, pause runtime.Pauser) *eventReader {
 	e := new(eventReader)
 	e.reset(body, pause, 0)
 	return e
@@ -58,8 +61,12 @@ func newEventReader(body io.Reader, pause func()) *eventReader {
 // reset makes e a reader of body's events, as newEventReader does, failing
 // with errTooLarge once more than max bytes came (0: no bound); a call
 // keeps its stream's reader in itself (call.events).
-func (e *eventReader) reset(body io.Reader, pause func(), max int64) {
-	*e = eventReader{src: primedBody{body: body, pause: pause, left: max, max: max}}
+func (e *eventReader) reset(body io.Reader, pause runtime.Pauser, max int64) {
+	left := int64(math.MaxInt64) // no bound
+	if max > 0 {
+		left = max
+	}
+	*e = eventReader{src: primedBody{body: body, pause: pause, left: left, max: max}}
 }
 
 // handed records that the event last read was handed over: the next read
@@ -86,19 +93,21 @@ var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, eventB
 // a reader of its own around the body did: one more object a stream
 // touched at every chunk (issue 22).
 type primedBody struct {
+	// What a chunk reads comes first: with the event reader's r, within
+	// its first cache line (TestEventReaderIsOneLine).
 	body  io.Reader
-	pause func() // before a read of body, when not nil and owed
-	// left is what may still be read of body, max what could at first
-	// (0: no bound).
-	left, max int64
-	first     [1]byte
-	has       bool
+	pause runtime.Pauser // before a read of body, when not nil and owed
+	// left is what may still be read of body (math.MaxInt64: no bound).
+	left  int64
+	first [1]byte
+	has   bool
 	// owed: an event was handed over since pause was last called. Without
 	// one, pause has nothing to send: it is not called, which spares a
 	// stream's every chunk a look at the run's state, gone cold while the
 	// stream waited, between the byte that ends the wait and the rest of
 	// the event (issue 22).
 	owed bool
+	max  int64 // the bound, for its error (0: none)
 }
 
 // Read returns the waiting byte, then reads the body.
@@ -113,14 +122,11 @@ func (p *primedBody) Read(b []byte) (int, error) {
 
 // read reads body, failing once more than max bytes came.
 func (p *primedBody) read(b []byte) (int, error) {
-	if p.max <= 0 {
-		return p.body.Read(b)
-	}
 	if p.left < 0 {
 		return 0, p.tooLarge()
 	}
-	if int64(len(b)) > p.left+1 {
-		b = b[:p.left+1]
+	if p.left < int64(len(b)) {
+		b = b[:p.left+1] // one byte over tells a body over the bound
 	}
 	n, err := p.body.Read(b)
 	p.left -= int64(n)
@@ -139,7 +145,7 @@ func (p *primedBody) tooLarge() error {
 func (p *primedBody) paused() {
 	if p.owed {
 		p.owed = false
-		p.pause()
+		p.pause.Pause()
 	}
 }
 

@@ -264,7 +264,7 @@ func (b *pieceBody) Read(p []byte) (int, error) {
 func TestEventReaderPausesOnlyAfterHandingOver(t *testing.T) {
 	var log []string
 	body := &pieceBody{pieces: []string{"data: A\n\n", "data: B\n\ndata: C\n\n"}, log: &log}
-	e := newEventReader(body, func() { log = append(log, "pause") })
+	e := newEventReader(body, pauseFunc(func() { log = append(log, "pause") }))
 	defer e.close()
 	for {
 		data, err := e.next()
@@ -288,12 +288,24 @@ func TestEventReaderPausesOnlyAfterHandingOver(t *testing.T) {
 	}
 }
 
-// TestEventReaderIsOneLine: a stream of data events keeps its event reader
-// to one cache line, the first of a call's (issue 22); what other lines
-// need is made at the first of them.
+// TestEventReaderIsOneLine: a stream of data events keeps what it reads of
+// its event reader to one cache line, the first of a call's (issue 22);
+// what other lines need is made at the first of them.
 func TestEventReaderIsOneLine(t *testing.T) {
-	if size := unsafe.Sizeof(eventReader{}); size > 64 {
-		t.Errorf("an event reader is %d bytes, want at most 64", size)
+	var e eventReader
+	if at := unsafe.Offsetof(call{}.events); at != 0 {
+		t.Errorf("the event reader is at %d in a call, want its first line", at)
+	}
+	for name, end := range map[string]uintptr{
+		"r":     unsafe.Offsetof(e.r) + unsafe.Sizeof(e.r),
+		"body":  unsafe.Offsetof(e.src) + unsafe.Offsetof(e.src.body) + unsafe.Sizeof(e.src.body),
+		"pause": unsafe.Offsetof(e.src) + unsafe.Offsetof(e.src.pause) + unsafe.Sizeof(e.src.pause),
+		"left":  unsafe.Offsetof(e.src) + unsafe.Offsetof(e.src.left) + unsafe.Sizeof(e.src.left),
+		"owed":  unsafe.Offsetof(e.src) + unsafe.Offsetof(e.src.owed) + unsafe.Sizeof(e.src.owed),
+	} {
+		if end > 64 {
+			t.Errorf("a chunk reads the event reader's %s, which ends at byte %d, past its first line", name, end)
+		}
 	}
 	read := func(body string) *eventReader {
 		e := newEventReader(strings.NewReader(body), nil)

@@ -71,3 +71,8 @@ func waitCanceled(t *testing.T, r fakeupstream.Request) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// pauseFunc is a function as a runtime.Pauser.
+type pauseFunc func()
+
+func (f pauseFunc) Pause() { f() }

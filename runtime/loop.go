@@ -47,7 +47,6 @@ type run struct {
 	emitMu     sync.Mutex // serialises Emit of concurrent tool calls
 	usageMu    sync.Mutex // guards usage while a turn's sub-agents run
 	resumed    bool       // the turn a previous request suspended is done
-	pauseFn    func()     // rn.pause, made once
 
 	// The run's messages are history followed by transcript. history is
 	// the session as loaded, shared with the store and read only; the run

@@ -32,24 +32,39 @@ func (c *pauseCtx) Value(key any) any {
 	return c.Context.Value(key)
 }
 
+// Pauser is what a streamed model call tells when it pauses
+// (StreamPauser).
+type Pauser interface {
+	// Pause says that every delta at hand has been handed to onDelta and
+	// the model is about to wait for more of its answer, or has read it
+	// all.
+	Pause()
+}
+
 // StreamPauser returns, for the context of a streamed model call
-// (Model.Chat's), the function the Model calls each time it has handed
-// every delta it has at hand to onDelta and is about to wait for more of
-// its answer, and once it has read its whole answer; nil for a call that is
-// not streamed. Taking it is a promise to call it then: the deltas handed
-// over since its last call may wait until it is called (Event.Batched).
-// Call it from the goroutine that calls onDelta.
-func StreamPauser(ctx context.Context) func() {
+// (Model.Chat's), what the Model tells each time it has handed every
+// delta it has at hand to onDelta and is about to wait for more of its
+// answer, and once it has read its whole answer; nil for a call that is
+// not streamed. Taking it is a promise to call Pause then: the deltas
+// handed over since its last call may wait until it is called
+// (Event.Batched). Call it from the goroutine that calls onDelta.
+func StreamPauser(ctx context.Context) Pauser {
 	rn, _ := ctx.Value(pauseKey{}).(*run)
 	if rn == nil {
 		return nil
 	}
 	rn.pauser = true
-	if rn.pauseFn == nil {
-		rn.pauseFn = rn.pause
-	}
-	return rn.pauseFn
+	return (*streamPause)(rn)
 }
+
+// streamPause is a run as the Pauser of its model call: the interface
+// holds the run itself, which every delta touches anyway. A func was an
+// object of its own, which a stream that waited for its next chunk found
+// gone cold at every pause (issue 22).
+type streamPause run
+
+// Pause emits EventFlush if a delta has been held for it (pause).
+func (p *streamPause) Pause() { (*run)(p).pause() }
 
 // pauseContext returns the context of the model call about to be made:
 // for a streamed run, ctx with rn for StreamPauser. A model call's context

@@ -21,7 +21,7 @@ type pausingModel struct {
 }
 
 func (m *pausingModel) Chat(ctx context.Context, _ *runtime.ChatRequest, onDelta func(string)) (*runtime.ChatResponse, error) {
-	var pause func()
+	var pause runtime.Pauser
 	if m.take {
 		pause = runtime.StreamPauser(ctx)
 		m.offered = append(m.offered, pause != nil)
@@ -30,7 +30,7 @@ func (m *pausingModel) Chat(ctx context.Context, _ *runtime.ChatRequest, onDelta
 	for _, w := range strings.Fields(m.script) {
 		if w == "|" {
 			if pause != nil {
-				pause()
+				pause.Pause()
 			}
 			continue
 		}
