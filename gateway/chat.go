@@ -153,7 +153,7 @@ type chatJSON struct {
 }
 
 // events: a JSON reply needs only the result.
-func (r *chatJSON) events() func(runtime.Event) { return nil }
+func (r *chatJSON) events() runtime.Sink { return nil }
 
 func (r *chatJSON) result(res *runtime.Result) *Error {
 	r.c.Header("X-Agent-Name", res.Agent)

@@ -32,7 +32,7 @@ import (
 type renderer interface {
 	// events returns what receives the run's events as they happen (on
 	// the run's goroutine), or nil when the renderer needs only the result.
-	events() func(runtime.Event)
+	events() runtime.Sink
 	// result renders a finished run. An Error it returns (e.g. the reply
 	// could not be stored) is answered like a failed run.
 	result(res *runtime.Result) *Error
@@ -55,7 +55,7 @@ type runCall struct {
 	start time.Time // when the request arrived
 	// run, when set, runs req instead of Runner.Run (the Responses API
 	// forks a session first when it must).
-	run func(ctx context.Context, req *runtime.Request, emit func(runtime.Event)) (*runtime.Result, error)
+	run func(ctx context.Context, req *runtime.Request, sink runtime.Sink) (*runtime.Result, error)
 }
 
 // serveRun runs a decoded request and renders it with r.
@@ -71,7 +71,7 @@ func (s *Server) serveRun(c *gin.Context, call *runCall, r renderer) {
 	if call.run != nil {
 		res, err = call.run(ctx, call.req, r.events())
 	} else {
-		res, err = s.opts.Runner.Run(ctx, call.req, r.events())
+		res, err = s.opts.Runner.RunTo(ctx, call.req, r.events())
 	}
 	if err == nil {
 		recordUsage(c, res.Usage)

@@ -327,7 +327,7 @@ type mcpRenderer struct {
 }
 
 // events: a tool result needs only the run's result.
-func (r *mcpRenderer) events() func(runtime.Event) { return nil }
+func (r *mcpRenderer) events() runtime.Sink { return nil }
 
 func (r *mcpRenderer) result(res *runtime.Result) *Error {
 	r.res = res

@@ -168,9 +168,10 @@ type responsesRenderer struct {
 	agent string // the agent that holds the run, named by a response.failed
 }
 
-func (r *responsesRenderer) events() func(runtime.Event) { return r.event }
+func (r *responsesRenderer) events() runtime.Sink { return r }
 
-func (r *responsesRenderer) event(ev runtime.Event) {
+// Emit renders one event of the run.
+func (r *responsesRenderer) Emit(ev runtime.Event) {
 	switch ev.Kind {
 	case runtime.EventAgentStart:
 		r.agent = ev.Agent
@@ -263,8 +264,8 @@ func (r *responsesRenderer) fail(e *Error) bool {
 // runInput runs rreq (runOrFork), and words a refused tool result as a
 // Responses client wrote it: a function_call_output whose call_id answers
 // no call of the response it continues, as OpenAI words it.
-func (call *responsesCall) runInput(ctx context.Context, rreq *runtime.Request, emit func(runtime.Event)) (*runtime.Result, error) {
-	res, err := call.runOrFork(ctx, rreq, emit)
+func (call *responsesCall) runInput(ctx context.Context, rreq *runtime.Request, sink runtime.Sink) (*runtime.Result, error) {
+	res, err := call.runOrFork(ctx, rreq, sink)
 	if re := (*runtime.RunError)(nil); errors.As(err, &re) {
 		call.spent = re.Usage
 	}
@@ -286,14 +287,14 @@ func (call *responsesCall) runInput(ctx context.Context, rreq *runtime.Request, 
 // past, or is moving past (another run holds it), or when it runs on a
 // temporary session, the session is first forked from that point into a
 // new one, and the run goes on there.
-func (call *responsesCall) runOrFork(ctx context.Context, rreq *runtime.Request, emit func(runtime.Event)) (*runtime.Result, error) {
+func (call *responsesCall) runOrFork(ctx context.Context, rreq *runtime.Request, sink runtime.Sink) (*runtime.Result, error) {
 	if call.fresh {
 		if err := call.seed(ctx, rreq.SessionID); err != nil {
 			return nil, err
 		}
 	}
 	if !call.temporary {
-		res, err := call.s.opts.Runner.Run(ctx, rreq, emit)
+		res, err := call.s.opts.Runner.RunTo(ctx, rreq, sink)
 		// A session another run holds is moving past the point too.
 		moved := errors.Is(err, runtime.ErrMoved) || rreq.At != nil && errors.Is(err, runtime.ErrBusy)
 		if !moved {
@@ -310,7 +311,7 @@ func (call *responsesCall) runOrFork(ctx context.Context, rreq *runtime.Request,
 		return nil, call.forkError(err)
 	}
 	call.made = !call.temporary
-	return call.s.opts.Runner.Run(ctx, rreq, emit)
+	return call.s.opts.Runner.RunTo(ctx, rreq, sink)
 }
 
 // seed writes the input's history, up to its last assistant message, to a

@@ -112,16 +112,19 @@ func (s *Server) newSSE(c *gin.Context, g *graphs.Graph, sessionID string, inclu
 // guard returns the stream's write guard.
 func (w *sse) guard() *streamGuard { return &w.stream }
 
-func (w *sse) events() func(runtime.Event) { return w.event }
+// events returns the renderer itself: a method value would be an object
+// of its own, which each delta went through, gone cold while the stream
+// waited (issue 22).
+func (w *sse) events() runtime.Sink { return w }
 
-// event renders one event of the run as it happens: text deltas and
+// Emit renders one event of the run as it happens: text deltas and
 // handoffs are chunks; the first agent is named in the headers.
 //
 // A stream's chunks are written from under the run loop and the provider
-// call, 6 KB deep; what event and write add stays under 1 KB, so that the
+// call, 6 KB deep; what Emit and write add stays under 1 KB, so that the
 // stream's goroutine keeps an 8 KB stack (issue 22): each kind of chunk is
 // built in a frame of its own, and write takes its parts by pointer.
-func (w *sse) event(ev runtime.Event) {
+func (w *sse) Emit(ev runtime.Event) {
 	switch ev.Kind {
 	case runtime.EventAgentStart:
 		if !w.started && w.agent == "" {

@@ -50,6 +50,22 @@ type Event struct {
 	Batched bool
 }
 
+// Sink takes the events of a run (Runner.RunTo), one at a time.
+type Sink interface {
+	Emit(Event)
+}
+
+// EmitFunc is a function as a Sink.
+type EmitFunc func(Event)
+
+// Emit calls f.
+func (f EmitFunc) Emit(ev Event) { f(ev) }
+
+// dropEvents is the Sink of a run whose events no one takes.
+type dropEvents struct{}
+
+func (dropEvents) Emit(Event) {}
+
 // Result is the outcome of a run that finished.
 type Result struct {
 	// Agent answered last.

@@ -21,10 +21,10 @@ import (
 type run struct {
 	*Runner
 	req  *Request
-	emit func(Event)
+	sink Sink // the run's events go to it (emit)
 	// streamed: the model call in flight sent text to the client.
 	// pauser: the model call in flight took StreamPauser; batched: a
-	// delta it sent waits for EventFlush (streampause.go). Beside emit:
+	// delta it sent waits for EventFlush (streampause.go). Beside sink:
 	// every streamed delta reads or writes all four, and a stream that
 	// waited for its next chunk finds the run gone cold: one cache line
 	// for them all, not two (issue 22).
@@ -82,6 +82,9 @@ type run struct {
 	shared    runShared // the request's run's; a sub-agent run uses its parent's
 	session   sessionSaver
 }
+
+// emit sends ev to the run's sink.
+func (rn *run) emit(ev Event) { rn.sink.Emit(ev) }
 
 // start runs the run's interceptor chain around the loop.
 func (rn *run) start(ctx context.Context) (*Result, error) {

@@ -135,10 +135,21 @@ type Request struct {
 // end. Without one the request's messages are the transcript.
 func (r *Runner) Run(ctx context.Context, req *Request, emit func(Event)) (*Result, error) {
 	if emit == nil {
-		emit = func(Event) {}
+		return r.RunTo(ctx, req, nil)
+	}
+	return r.RunTo(ctx, req, EmitFunc(emit))
+}
+
+// RunTo is Run with the run's events sent to sink (nil: dropped). A
+// renderer that is a Sink itself spares each event a function object of its
+// own, which a stream that waited for its next chunk found gone cold at
+// every delta (issue 22).
+func (r *Runner) RunTo(ctx context.Context, req *Request, sink Sink) (*Result, error) {
+	if sink == nil {
+		sink = dropEvents{}
 	}
 	if req.SessionID == "" {
-		rn, err := r.openStateless(req, emit)
+		rn, err := r.openStateless(req, sink)
 		if err != nil {
 			return nil, err
 		}
@@ -148,15 +159,15 @@ func (r *Runner) Run(ctx context.Context, req *Request, emit func(Event)) (*Resu
 	if r.opts.Store == nil {
 		return nil, fmt.Errorf("%w: sessions are not configured", ErrInvalidRequest)
 	}
-	return r.runSession(ctx, req, emit)
+	return r.runSession(ctx, req, sink)
 }
 
 // openStateless sets up the run of a request outside any session. It is
-// not inlined in Run, which is on the stack for as long as a stream lasts
+// not inlined in RunTo, which is on the stack for as long as a stream lasts
 // (runSession).
 //
 //go:noinline
-func (r *Runner) openStateless(req *Request, emit func(Event)) (*run, error) {
+func (r *Runner) openStateless(req *Request, sink Sink) (*run, error) {
 	if len(req.Approvals) > 0 {
 		// Approvals live in sessions: a stateless request has none to decide.
 		return nil, fmt.Errorf("approval %s: %w (the request has no session)", req.Approvals[0].ID, ErrApprovalNotFound)
@@ -164,7 +175,7 @@ func (r *Runner) openStateless(req *Request, emit func(Event)) (*run, error) {
 	if err := checkResults(nil, req.Messages, 0); err != nil {
 		return nil, err
 	}
-	rn := r.newRun(req, emit, nil)
+	rn := r.newRun(req, sink, nil)
 	rn.transcript = req.Messages
 	rn.agent = req.Graph.Lead
 	// Every message: a stateless client writes the whole history itself,
@@ -203,14 +214,15 @@ type AgentRequest struct {
 // its result; the text is Result.Message.Content. Its events go to emit
 // (nil: dropped): a sub-agent tool reports them as its own.
 func (r *Runner) RunAgent(ctx context.Context, req *AgentRequest, emit func(Event)) (*Result, error) {
-	if emit == nil {
-		emit = func(Event) {}
+	var sink Sink = dropEvents{}
+	if emit != nil {
+		sink = EmitFunc(emit)
 	}
 	rreq := &Request{Graph: req.Graph, Messages: req.Messages, Stream: req.Stream, Params: req.Params}
 	if p := req.Parent; p != nil {
 		rreq.Principal, rreq.Metadata = p.Principal, p.Metadata
 	}
-	rn := r.newRun(rreq, emit, req.Parent)
+	rn := r.newRun(rreq, sink, req.Parent)
 	if p := req.Parent; p != nil && p.rn != nil && req.within != "" {
 		rn.nest = append(slices.Clip(p.rn.nest), req.within)
 	}
@@ -223,8 +235,8 @@ func (r *Runner) RunAgent(ctx context.Context, req *AgentRequest, emit func(Even
 }
 
 // newRun prepares a run's state; the caller sets its transcript and agent.
-func (r *Runner) newRun(req *Request, emit func(Event), parent *RunInfo) *run {
-	rn := &run{Runner: r, req: req, emit: emit, graph: req.Graph, histScan: newPromptScan()}
+func (r *Runner) newRun(req *Request, sink Sink, parent *RunInfo) *run {
+	rn := &run{Runner: r, req: req, sink: sink, graph: req.Graph, histScan: newPromptScan()}
 	rn.info = RunInfo{
 		Graph: req.Graph, Agent: req.Graph.Lead, SessionID: req.SessionID, Principal: req.Principal,
 		Metadata: req.Metadata, Stream: req.Stream, Parent: parent, rn: rn,

@@ -23,8 +23,8 @@ import (
 // It is on the stack, below the run loop, for as long as a stream lasts:
 // what needs a large frame (loading and locking the session, setting the
 // run up) is in openSession, which has returned by then (issue 22).
-func (r *Runner) runSession(ctx context.Context, req *Request, emit func(Event)) (*Result, error) {
-	rn, ctx, end, err := r.openSession(ctx, req, emit)
+func (r *Runner) runSession(ctx context.Context, req *Request, sink Sink) (*Result, error) {
+	rn, ctx, end, err := r.openSession(ctx, req, sink)
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +51,7 @@ func leaseLost() error { return fmt.Errorf("run stopped: %w", ErrLeaseLost) }
 // the context it runs in (cancelled should the lease be lost) and end,
 // which stops the lease's renewal and releases the lock unless the last
 // save did. On an error nothing is left held.
-func (r *Runner) openSession(ctx context.Context, req *Request, emit func(Event)) (*run, context.Context, func(), error) {
+func (r *Runner) openSession(ctx context.Context, req *Request, sink Sink) (*run, context.Context, func(), error) {
 	input := newInput(req.Messages)
 	key := SessionKey{Principal: req.Principal, ID: req.SessionID}
 	sess, lease, err := r.acquire(ctx, key)
@@ -62,7 +62,7 @@ func (r *Runner) openSession(ctx context.Context, req *Request, emit func(Event)
 		_ = r.opts.Store.Release(context.WithoutCancel(ctx), key, lease)
 		return nil, nil, nil, fmt.Errorf("continue session at version %d, now %d: %w", at.Version, sess.Version, ErrMoved)
 	}
-	rn := r.newRun(req, emit, nil)
+	rn := r.newRun(req, sink, nil)
 	sv := &rn.session
 	*sv = sessionSaver{store: r.opts.Store, key: key, lease: lease, version: sess.Version}
 	runCtx, cancel := context.WithCancelCause(ctx)
