@@ -22,7 +22,7 @@ func (rn *run) callModel(ctx context.Context, step int) (*ChatResponse, error) {
 		start := time.Now()
 		var resp *ChatResponse
 		resp, err = rn.chains.model(rn.pauseContext(ctx), &rn.model)
-		rn.pause()
+		rn.Pause()
 		rn.external += time.Since(start)
 		if err == nil {
 			return resp, nil

@@ -54,17 +54,8 @@ func StreamPauser(ctx context.Context) Pauser {
 		return nil
 	}
 	rn.pauser = true
-	return (*streamPause)(rn)
+	return rn
 }
-
-// streamPause is a run as the Pauser of its model call: the interface
-// holds the run itself, which every delta touches anyway. A func was an
-// object of its own, which a stream that waited for its next chunk found
-// gone cold at every pause (issue 22).
-type streamPause run
-
-// Pause emits EventFlush if a delta has been held for it (pause).
-func (p *streamPause) Pause() { (*run)(p).pause() }
 
 // pauseContext returns the context of the model call about to be made:
 // for a streamed run, ctx with rn for StreamPauser. A model call's context
@@ -78,8 +69,12 @@ func (rn *run) pauseContext(ctx context.Context) context.Context {
 	return &pauseCtx{Context: ctx, rn: rn}
 }
 
-// pause emits EventFlush if a delta has been held for it since the last.
-func (rn *run) pause() {
+// Pause emits EventFlush if a delta has been held for it since the last:
+// the run is its model call's Pauser. The interface holds the run itself,
+// which every delta touches anyway; the run's method value, which it was,
+// is an object of its own, which a stream that waited for its next chunk
+// found gone cold at every pause (issue 22).
+func (rn *run) Pause() {
 	if rn.batched {
 		rn.batched = false
 		rn.emit(Event{Kind: EventFlush})
