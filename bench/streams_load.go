@@ -18,8 +18,10 @@ import (
 // read to its end, timed chunk by chunk.
 
 // gauge counts the streams open (from their first content chunk to their
-// end) and the most open at once.
-type gauge struct{ now, max atomic.Int64 }
+// end), the most open at once, and the streams in flight (from their
+// request to their end), which hold the target's goroutines whether or not
+// their first chunk came.
+type gauge struct{ now, max, inflight atomic.Int64 }
 
 func (g *gauge) add(d int64) {
 	if g == nil {
@@ -94,8 +96,13 @@ var contentMark = []byte(`"content":"`)
 
 // openStream sends one streamed request and reads it to [DONE]; a stream
 // with other than chunks content chunks, or without [DONE], failed. open
-// (nil: none) counts it from its first content chunk to its end.
+// (nil: none) counts it from its first content chunk to its end, and in
+// flight from its request.
 func openStream(ctx context.Context, c *http.Client, url string, body []byte, header map[string]string, chunks int, open *gauge) (streamTimes, error) {
+	if open != nil {
+		open.inflight.Add(1)
+		defer open.inflight.Add(-1)
+	}
 	start := time.Now()
 	resp, err := send(ctx, c, url, body, header)
 	if err != nil {
