@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -262,5 +263,39 @@ func TestStreamedAndNonStreamedAgree(t *testing.T) {
 	var raw map[string]any
 	if err := json.Unmarshal([]byte(plain.RawJSON()), &raw); err != nil || raw["object"] != "chat.completion" {
 		t.Errorf("raw reply: %v %s", err, plain.RawJSON())
+	}
+}
+
+// Streamed text the provider escapes (a line break, quotes, <, &) or
+// writes as UTF-8 reaches the client delta for delta as the provider sent
+// it, and whole in the accumulated answer: the gateway hands each delta on
+// as the tail of the text it keeps, read from the provider's chunk.
+func TestStreamedTextKeepsEveryCharacter(t *testing.T) {
+	pieces := []string{"Line one,\n", "\"quoted\" <b> & ", "é 世界 🙂", "\ttab\\slash", " end."}
+	newFake(t, fakeReply{StreamChunks: pieces})
+	oa := gateway(t)
+	stream := oa.Chat.Completions.NewStreaming(context.Background(), user("hi"))
+	defer stream.Close()
+	var acc openai.ChatCompletionAccumulator
+	var deltas []string
+	for stream.Next() {
+		chunk := stream.Current()
+		if !acc.AddChunk(chunk) {
+			t.Fatalf("the accumulator refused %s", chunk.RawJSON())
+		}
+		for _, ch := range chunk.Choices {
+			if ch.Delta.Content != "" {
+				deltas = append(deltas, ch.Delta.Content)
+			}
+		}
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(deltas, pieces) {
+		t.Errorf("deltas %q, want %q", deltas, pieces)
+	}
+	if len(acc.Choices) != 1 || acc.Choices[0].Message.Content != strings.Join(pieces, "") {
+		t.Errorf("accumulated: %+v", acc.Choices)
 	}
 }
