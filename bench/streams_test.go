@@ -114,14 +114,13 @@ func TestParseListenDrops(t *testing.T) {
 // every stream is open, differs by 8 KB when the gateway's handler grows
 // and by up to 2 KB when it does not (the stacks of the goroutines that
 // ran aside, freed but held in the runtime's pool, more under a loaded
-// machine), so the test allows 4 KB. The stacks are over the streams in
-// flight when they are read. They were over the streams open (their
-// first chunk came): on a CI machine loaded by the other packages' tests,
-// gateway-redis read 27.8 KB for the proxy's 18.6 once, which streams still
-// waiting for their first chunk, holding their stacks all the same, would
-// read (gateway-redis opens slowest, on the Redis the store tests load). Redis sessions (every stream
-// its own) go through the store's calls as well, and a handoff in each
-// stream through the tool chain.
+// machine), so the test allows 4 KB. The stacks are divided by the streams
+// in flight when they are read, not by those whose first chunk came:
+// streams still waiting for theirs hold their stacks too, the likeliest
+// reading of the one time gateway-redis (the slowest to open) read 27.8 KB
+// for the proxy's 18.6, on a CI machine loaded by other tests. Redis
+// sessions (every stream its own) go through the store's calls as well,
+// and a handoff in each stream through the tool chain.
 func TestStreamStackIsTheProxys(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the gateway and runs it: not in -short")
