@@ -21,6 +21,7 @@ import (
 
 	"github.com/switchboard-ai/switchboard/graphs"
 	"github.com/switchboard-ai/switchboard/internal/app"
+	"github.com/switchboard-ai/switchboard/internal/gctune"
 	"github.com/switchboard-ai/switchboard/providers"
 )
 
@@ -38,6 +39,9 @@ func main() {
 		args = args[1:]
 	}
 	_ = fs.Parse(args)
+	if os.Getenv("GOGC") == "" {
+		defer gctune.Start(gctune.Default())() // as serve does
+	}
 	if err := run(*config, *listen); err != nil {
 		fmt.Fprintln(os.Stderr, "gwprof:", err)
 		os.Exit(1)

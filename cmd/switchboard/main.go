@@ -19,6 +19,7 @@ import (
 	"github.com/switchboard-ai/switchboard/examples"
 	"github.com/switchboard-ai/switchboard/graphs"
 	"github.com/switchboard-ai/switchboard/internal/app"
+	"github.com/switchboard-ai/switchboard/internal/gctune"
 	"github.com/switchboard-ai/switchboard/internal/redact"
 	"github.com/switchboard-ai/switchboard/providers"
 )
@@ -190,6 +191,11 @@ func masked(err error) error {
 
 func serve(cfg *graphs.Set, reloader app.Reloader, stderr io.Writer) int {
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	if os.Getenv("GOGC") == "" {
+		// Unless the operator chose a GOGC: collect less often while the
+		// heap grows with what open streams hold (internal/gctune).
+		defer gctune.Start(gctune.Default())()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	a, err := app.New(ctx, cfg, log)
