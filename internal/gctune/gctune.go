@@ -25,10 +25,15 @@ import (
 	"sync"
 )
 
-// Policy bounds the tuner: GOGC stays between Base and Max, doubling after
-// a collection that found at least half of what was allocated since the
-// previous one still live, halving after one that found less than a
-// quarter.
+// Policy bounds the tuner: GOGC stays between Base and Max. It goes to Max
+// after a collection that found at least half of what was allocated since
+// the previous one still live: such a collection says the heap is growing
+// with memory that stays (streams opening), and the next one will find the
+// same; stepping up a doubling at a time spent a whole collection, the
+// most costly of the ramp, at each step. It halves after a collection that
+// found less than a quarter, down to Base: coming down a step at a time
+// keeps a mixed load (streams open while short requests come and go) from
+// swinging between the two.
 type Policy struct {
 	Base int // GOGC while collections find garbage: Go's default is 100
 	Max  int // the most GOGC is raised to
@@ -44,7 +49,7 @@ func Default() Policy { return Policy{Base: 100, Max: 400} }
 func (p Policy) Next(cur int, kept float64) int {
 	switch {
 	case kept >= 0.5:
-		return min(2*cur, p.Max)
+		return p.Max
 	case kept < 0.25:
 		return max(cur/2, p.Base)
 	}

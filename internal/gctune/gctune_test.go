@@ -16,9 +16,9 @@ func TestPolicyNext(t *testing.T) {
 		kept float64
 		want int
 	}{
-		{"all kept doubles", 100, 1, 200},
-		{"half kept doubles", 200, 0.5, 400},
-		{"never past the max", 400, 0.9, 400},
+		{"all kept goes to the max", 100, 1, 400},
+		{"half kept goes to the max", 200, 0.5, 400},
+		{"at the max stays", 400, 0.9, 400},
 		{"between a quarter and a half stays", 200, 0.3, 200},
 		{"a quarter stays", 200, 0.25, 200},
 		{"under a quarter halves", 400, 0.2, 200},
