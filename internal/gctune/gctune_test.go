@@ -42,13 +42,15 @@ func TestTunerFollowsCollections(t *testing.T) {
 	defer debug.SetGCPercent(before)
 
 	type report struct {
-		cycles uint64
-		gogc   int
+		cycles        uint64
+		gogc, inForce int
 	}
 	reports := make(chan report, 1024)
 	stop := start(Policy{Base: 100, Max: 400}, func(cycles uint64, gogc int) {
+		// Only the finalizer goroutine runs the tuner: nothing changes
+		// GOGC between its setting it and this call.
 		select {
-		case reports <- report{cycles, gogc}:
+		case reports <- report{cycles, gogc, gogcInForce()}:
 		default: // the test reads every report; a full channel is its failure
 		}
 	})
@@ -70,6 +72,9 @@ func TestTunerFollowsCollections(t *testing.T) {
 			case r := <-reports:
 				if r.gogc < 100 || r.gogc > 400 {
 					t.Fatalf("GOGC %d, outside the policy's 100 to 400", r.gogc)
+				}
+				if r.inForce != r.gogc {
+					t.Fatalf("the runtime's GOGC is %d, the tuner's %d", r.inForce, r.gogc)
 				}
 				if r.cycles >= n {
 					return r.gogc
@@ -93,8 +98,7 @@ func TestTunerFollowsCollections(t *testing.T) {
 	if gogc != 400 {
 		t.Fatalf("GOGC %d after the heap grew with memory kept, want 400", gogc)
 	}
-	runtime.KeepAlive(kept)
-	kept = nil
+	runtime.KeepAlive(kept) // what was kept is garbage from here
 
 	var sink []byte
 	for step := 0; step < 20 && gogc != 100; step++ {
@@ -112,4 +116,12 @@ func TestTunerFollowsCollections(t *testing.T) {
 	if got := debug.SetGCPercent(before); got != 70 {
 		t.Errorf("GOGC %d after stop, want 70, what it was before Start", got)
 	}
+}
+
+// gogcInForce is the runtime's GOGC, as /metrics shows it
+// (go_gc_gogc_percent).
+func gogcInForce() int {
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	return int(s[0].Value.Uint64())
 }
