@@ -80,7 +80,17 @@ run_suite() {
   echo "redis-scale: load with a master killed on $1 (${seconds}s, $workers sessions)"
   SWITCHBOARD_SCALE_URL="$1" SWITCHBOARD_SCALE_SEEDS="$2" SWITCHBOARD_SCALE_MASTER="$3" SWITCHBOARD_SCALE_RESTART="$4" \
     SWITCHBOARD_SCALE_SECONDS="$seconds" SWITCHBOARD_SCALE_WORKERS="$workers" \
-    go test -count=1 -v -run TestFailoverUnderLoad ./tests/redisscale | grep -E '^(scale:|--- |ok|FAIL|PASS)|failover_test' || return 1
+    go test -count=1 -v -run TestFailoverUnderLoad ./tests/redisscale | grep -E '^(scale:|--- |ok|FAIL|PASS)|failover_test' || { logs; return 1; }
+}
+
+# logs prints the end of every sentinel's log: why a failover did or did
+# not come is there (+sdown, +odown, +vote-for-leader, -failover-abort-*).
+logs() {
+  for f in "$tmp"/s*/log; do
+    [[ -f "$f" ]] || continue
+    echo "redis-scale: $f" >&2
+    tail -n 40 "$f" >&2
+  done
 }
 
 # --- Cluster: 3 masters, 3 replicas ------------------------------------
@@ -136,13 +146,33 @@ EOF
   pids+=($!)
   sentinels+=("127.0.0.1:$p")
 done
-for _ in $(seq 100); do
+# Every sentinel must know both synced replicas before the master may die: a
+# sentinel learns them from the master's INFO, which it asks every 10 s, and
+# one that asked before the replicas had connected knows none until its next
+# ask; with the master killed before that, it finds no replica to promote
+# and the failover never comes.
+sentinel_field() { redis-cli -p "$1" sentinel master sbscale 2>/dev/null | grep -A1 "^$2\$" | tail -1 || true; }
+ready=""
+for _ in $(seq 150); do
   n="$(redis-cli -p "$m" info replication | sed -n 's/^connected_slaves:\([0-9]*\).*/\1/p')"
-  s="$(redis-cli -p "$sbase" sentinel master sbscale 2>/dev/null | grep -A1 '^num-other-sentinels$' | tail -1 || true)"
-  [[ "$n" == 2 && "$s" == 2 ]] && break
+  ready="master's replicas $n"
+  ok=$([[ "$n" == 2 ]] && echo 1 || echo 0)
+  # Replicas must have synced before a master may die, as in the cluster.
+  for r in $((m + 1)) $((m + 2)); do
+    l="$(redis-cli -p "$r" info replication | sed -n 's/^master_link_status:\([a-z]*\).*/\1/p')"
+    ready="$ready; replica $r link ${l:-none}"
+    [[ "$l" == up ]] || ok=0
+  done
+  for i in 0 1 2; do
+    r="$(sentinel_field $((sbase + i)) num-slaves)"
+    o="$(sentinel_field $((sbase + i)) num-other-sentinels)"
+    ready="$ready; sentinel $((sbase + i)): replicas $r, other sentinels $o"
+    [[ "$r" == 2 && "$o" == 2 ]] || ok=0
+  done
+  [[ $ok == 1 ]] && break
   sleep 0.2
 done
-[[ "$n" == 2 && "$s" == 2 ]] || { echo "redis-scale: sentinel setup not ready (replicas $n, other sentinels $s)" >&2; exit 1; }
+[[ $ok == 1 ]] || { echo "redis-scale: sentinel setup not ready ($ready)" >&2; exit 1; }
 sseeds="$(IFS=,; echo "${sentinels[*]}")"
 run_suite "redis-sentinel://$sseeds/0?master=sbscale" "$sseeds" sbscale "redis-server $restart_opts"
 
