@@ -39,9 +39,7 @@ func main() {
 		args = args[1:]
 	}
 	_ = fs.Parse(args)
-	if os.Getenv("GOGC") == "" {
-		defer gctune.Start(gctune.Default())() // as serve does
-	}
+	defer gctune.Auto(os.Getenv)() // as serve does
 	if err := run(*config, *listen); err != nil {
 		fmt.Fprintln(os.Stderr, "gwprof:", err)
 		os.Exit(1)

@@ -191,11 +191,9 @@ func masked(err error) error {
 
 func serve(cfg *graphs.Set, reloader app.Reloader, stderr io.Writer) int {
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
-	if os.Getenv("GOGC") == "" {
-		// Unless the operator chose a GOGC: collect less often while the
-		// heap grows with what open streams hold (internal/gctune).
-		defer gctune.Start(gctune.Default())()
-	}
+	// Collect less often while the heap grows with what open streams hold,
+	// unless the operator set GOGC (internal/gctune).
+	defer gctune.Auto(os.Getenv)()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	a, err := app.New(ctx, cfg, log)

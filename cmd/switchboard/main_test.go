@@ -251,10 +251,7 @@ func TestConfigProblemsMaskCredentials(t *testing.T) {
 // suite, the benchmarks), and a package that printed at start-up (gin's
 // debug-mode warning, from an engine made at init) broke them.
 func TestServeOutputIsItsLog(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "switchboard")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildBinary(t)
 	pr, pw := io.Pipe()
 	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0")
 	cmd.Stdout, cmd.Stderr = pw, pw
@@ -294,5 +291,73 @@ func TestServeOutputIsItsLog(t *testing.T) {
 		case <-timeout:
 			t.Fatal("serve did not say it listens within 30s")
 		}
+	}
+}
+
+// buildBinary builds the switchboard binary into a temporary directory.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "switchboard")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestServeKeepsTheOperatorsGOGC: serve tunes the collector only when GOGC
+// is not set (internal/gctune); an operator's GOGC is what /metrics shows
+// (go_gc_gogc_percent), not the tuner's start at 100.
+func TestServeKeepsTheOperatorsGOGC(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs it: not in -short")
+	}
+	bin := buildBinary(t)
+	logPath := filepath.Join(t.TempDir(), "serve.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), "GOGC=50")
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Wait()
+	}()
+	var addr string
+	for deadline := time.Now().Add(30 * time.Second); addr == ""; {
+		log, _ := os.ReadFile(logPath)
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not say it listens within 30s: %s", log)
+		}
+		for line := range strings.Lines(string(log)) {
+			var rec struct{ Msg, Addr string }
+			if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "switchboard listening" {
+				addr = rec.Addr
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	for line := range strings.Lines(string(body)) {
+		if v, ok := strings.CutPrefix(line, "go_gc_gogc_percent "); ok {
+			got = strings.TrimSpace(v)
+		}
+	}
+	if got != "50" {
+		t.Errorf("go_gc_gogc_percent %q with GOGC=50 in serve's environment, want 50", got)
 	}
 }

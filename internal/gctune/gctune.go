@@ -73,6 +73,16 @@ type tuner struct {
 	allocs  uint64
 }
 
+// Auto starts the tuner with the Default policy unless GOGC is set in the
+// environment (getenv): an operator who set it chose the collector's pace,
+// and stop is then a no-op. `switchboard serve` calls it.
+func Auto(getenv func(string) string) (stop func()) {
+	if getenv("GOGC") != "" {
+		return func() {}
+	}
+	return Start(Default())
+}
+
 // Start runs the tuner from GOGC at p.Base until stop is called; stop sets
 // GOGC back to what it was before Start. A process calls it once, where it
 // starts (GOGC is the process's).

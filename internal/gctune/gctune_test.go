@@ -125,3 +125,39 @@ func gogcInForce() int {
 	metrics.Read(s)
 	return int(s[0].Value.Uint64())
 }
+
+// TestAutoLeavesAGOGCTheOperatorSet: with GOGC in the environment the
+// tuner does not start, and GOGC stays what the operator set; without it,
+// the tuner runs from Go's default, and stop restores what was before.
+func TestAutoLeavesAGOGCTheOperatorSet(t *testing.T) {
+	before := debug.SetGCPercent(50)
+	defer debug.SetGCPercent(before)
+	env := func(gogc string) func(string) string {
+		return func(k string) string {
+			if k == "GOGC" {
+				return gogc
+			}
+			return ""
+		}
+	}
+
+	stop := Auto(env("50"))
+	if got := gogcInForce(); got != 50 {
+		t.Errorf("GOGC %d with GOGC=50 in the environment, want 50", got)
+	}
+	stop()
+	if got := gogcInForce(); got != 50 {
+		t.Errorf("GOGC %d after stop, want 50", got)
+	}
+
+	stop = Auto(env(""))
+	// The tuner starts at Default().Base; a collection meanwhile may have
+	// moved it already, within the policy.
+	if p, got := Default(), gogcInForce(); got < p.Base || got > p.Max {
+		t.Errorf("GOGC %d with the tuner started, want %d to %d", got, p.Base, p.Max)
+	}
+	stop()
+	if got := gogcInForce(); got != 50 {
+		t.Errorf("GOGC %d after stop, want 50, what it was before", got)
+	}
+}
