@@ -251,18 +251,9 @@ func TestConfigProblemsMaskCredentials(t *testing.T) {
 // suite, the benchmarks), and a package that printed at start-up (gin's
 // debug-mode warning, from an engine made at init) broke them.
 func TestServeOutputIsItsLog(t *testing.T) {
-	bin := buildBinary(t)
 	pr, pw := io.Pipe()
-	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0")
-	cmd.Stdout, cmd.Stderr = pw, pw
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		_ = cmd.Wait()
-		pw.Close()
-	}()
+	t.Cleanup(func() { pw.Close() }) // after serve has stopped
+	startServe(t, pw)
 	lines := make(chan string)
 	go func() {
 		defer close(lines)
@@ -294,14 +285,25 @@ func TestServeOutputIsItsLog(t *testing.T) {
 	}
 }
 
-// buildBinary builds the switchboard binary into a temporary directory.
-func buildBinary(t *testing.T) string {
+// startServe builds the switchboard binary and runs `serve` on the demo
+// config at a free port, its output to out and env added to the test's
+// environment, until the test ends.
+func startServe(t *testing.T, out io.Writer, env ...string) {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "switchboard")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	if b, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, b)
 	}
-	return bin
+	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Wait()
+	})
 }
 
 // TestServeKeepsTheOperatorsGOGC: serve tunes the collector only when GOGC
@@ -311,23 +313,13 @@ func TestServeKeepsTheOperatorsGOGC(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs it: not in -short")
 	}
-	bin := buildBinary(t)
 	logPath := filepath.Join(t.TempDir(), "serve.log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer logFile.Close()
-	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0")
-	cmd.Env = append(os.Environ(), "GOGC=50")
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		_ = cmd.Wait()
-	}()
+	t.Cleanup(func() { logFile.Close() })
+	startServe(t, logFile, "GOGC=50")
 	var addr string
 	for deadline := time.Now().Add(30 * time.Second); addr == ""; {
 		log, _ := os.ReadFile(logPath)
