@@ -253,7 +253,7 @@ func TestConfigProblemsMaskCredentials(t *testing.T) {
 func TestServeOutputIsItsLog(t *testing.T) {
 	pr, pw := io.Pipe()
 	t.Cleanup(func() { pw.Close() }) // after serve has stopped
-	startServe(t, pw)
+	startServe(t, pw, nil)
 	lines := make(chan string)
 	go func() {
 		defer close(lines)
@@ -285,16 +285,16 @@ func TestServeOutputIsItsLog(t *testing.T) {
 	}
 }
 
-// startServe builds the switchboard binary and runs `serve` on the demo
-// config at a free port, its output to out and env added to the test's
-// environment, until the test ends.
-func startServe(t *testing.T, out io.Writer, env ...string) {
+// startServe builds the switchboard binary and runs `serve` at a free
+// port, with args after it (none: the built-in demo), its output to out
+// and env added to the test's environment, until the test ends.
+func startServe(t *testing.T, out io.Writer, args []string, env ...string) *os.Process {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "switchboard")
 	if b, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, b)
 	}
-	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0")
+	cmd := exec.Command(bin, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
@@ -304,6 +304,36 @@ func startServe(t *testing.T, out io.Writer, env ...string) {
 		_ = cmd.Process.Signal(os.Interrupt)
 		_ = cmd.Wait()
 	})
+	return cmd.Process
+}
+
+// serveLog returns a file for serve's output and its path.
+func serveLog(t *testing.T) (*os.File, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "serve.log")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f, path
+}
+
+// listenAddr waits until the log at logPath says where serve listens.
+func listenAddr(t *testing.T, logPath string) string {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		log, _ := os.ReadFile(logPath)
+		for line := range strings.Lines(string(log)) {
+			var rec struct{ Msg, Addr string }
+			if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "switchboard listening" {
+				return rec.Addr
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not say it listens within 30s: %s", log)
+		}
+	}
 }
 
 // TestServeKeepsTheOperatorsGOGC: serve tunes the collector only when GOGC
@@ -313,28 +343,9 @@ func TestServeKeepsTheOperatorsGOGC(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs it: not in -short")
 	}
-	logPath := filepath.Join(t.TempDir(), "serve.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { logFile.Close() })
-	startServe(t, logFile, "GOGC=50")
-	var addr string
-	for deadline := time.Now().Add(30 * time.Second); addr == ""; {
-		log, _ := os.ReadFile(logPath)
-		if time.Now().After(deadline) {
-			t.Fatalf("serve did not say it listens within 30s: %s", log)
-		}
-		for line := range strings.Lines(string(log)) {
-			var rec struct{ Msg, Addr string }
-			if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "switchboard listening" {
-				addr = rec.Addr
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	resp, err := http.Get("http://" + addr + "/metrics")
+	logFile, logPath := serveLog(t)
+	startServe(t, logFile, nil, "GOGC=50")
+	resp, err := http.Get("http://" + listenAddr(t, logPath) + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
