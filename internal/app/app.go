@@ -131,6 +131,10 @@ func (a *App) ConfigureServer(srv *http.Server) {
 	srv.ReadTimeout = cfg.ReadTimeout
 	srv.ReadHeaderTimeout = cfg.ReadTimeout
 	srv.IdleTimeout = cfg.IdleTimeout
+	// What net/http itself reports (an accept that failed for want of a
+	// file descriptor, a TLS handshake that failed) goes to the gateway's
+	// log as a warning, not as a line of plain text in the JSON log.
+	srv.ErrorLog = slog.NewLogLogger(a.log.Handler(), slog.LevelWarn)
 }
 
 // newGeneration wires what a config reload replaces: the providers, the MCP
