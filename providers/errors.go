@@ -131,6 +131,10 @@ func describe(err error) *Error {
 		return unreachable("name not resolved")
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return unreachable("connection refused")
+	case errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE):
+		return unreachable("the gateway has too many open files")
+	case errors.Is(err, syscall.EADDRNOTAVAIL):
+		return unreachable("the gateway has no free local port")
 	case errors.As(err, &certErr), errors.As(err, &recErr):
 		return unreachable("TLS handshake failed")
 	case errors.As(err, &opErr) && opErr.Op == "dial":
@@ -212,14 +216,32 @@ func apiStatus(err error) (int, string, bool) {
 }
 
 // retryable reports whether a failure that happened before any byte of a
-// successful answer is worth another attempt: rate limits, server errors
-// and connections refused, reset or closed before an answer.
+// successful answer is worth another attempt: rate limits, server errors,
+// connections refused, reset or closed before an answer, and connections
+// the gateway could not open for want of its own resources (localExhaustion).
 func retryable(err error) bool {
 	if status, _, ok := apiStatus(err); ok {
 		return status == http.StatusTooManyRequests || status >= 500
 	}
 	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || localExhaustion(err)
+}
+
+// localExhaustion reports whether err is a dial that failed in the
+// gateway's own process or machine: no file descriptor left (EMFILE,
+// ENFILE) or no local port (EADDRNOTAVAIL). Nothing reached the provider,
+// and under load such a want lasts only until other connections close:
+// at 9,700 streams, each handing off (two provider calls, the second
+// dialled while the first one's connection goes to another stream), the
+// gateway passed its 20,000 files for a moment, and hundreds of streams
+// failed with 502 where a retry a quarter of a second later found a file
+// (issue 22).
+func localExhaustion(err error) bool {
+	var opErr *net.OpError
+	if !errors.As(err, &opErr) || opErr.Op != "dial" {
+		return false
+	}
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) || errors.Is(err, syscall.EADDRNOTAVAIL)
 }
 
 // maxRetryAfter caps how long a Retry-After makes a call wait.
