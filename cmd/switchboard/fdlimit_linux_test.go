@@ -117,10 +117,11 @@ graphs:
 		t.Errorf("the provider got %d requests, want 1", n)
 	}
 	// net/http's own report of the accept that found no descriptor
-	// included: serve's output is its JSON log.
+	// included: serve's output is its JSON log. (A last line still being
+	// written is left out.)
 	log, _ := os.ReadFile(logPath)
 	for line := range strings.Lines(string(log)) {
-		if !json.Valid([]byte(line)) {
+		if strings.HasSuffix(line, "\n") && !json.Valid([]byte(line)) {
 			t.Errorf("serve wrote a line that is not its JSON log: %q", line)
 		}
 	}
