@@ -227,15 +227,10 @@ func retryable(err error) bool {
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || localExhaustion(err)
 }
 
-// localExhaustion reports whether err is a dial that failed in the
-// gateway's own process or machine: no file descriptor left (EMFILE,
-// ENFILE) or no local port (EADDRNOTAVAIL). Nothing reached the provider,
-// and under load such a want lasts only until other connections close:
-// at 9,700 streams, each handing off (two provider calls, the second
-// dialled while the first one's connection goes to another stream), the
-// gateway passed its 20,000 files for a moment, and hundreds of streams
-// failed with 502 where a retry a quarter of a second later found a file
-// (issue 22).
+// localExhaustion reports whether err is a dial that failed for want of
+// the gateway's own resources: a file descriptor (EMFILE, ENFILE) or a
+// local port (EADDRNOTAVAIL). Nothing reached the provider, and the want
+// passes as other connections close (issue 22: handoffs at the limit).
 func localExhaustion(err error) bool {
 	var opErr *net.OpError
 	if !errors.As(err, &opErr) || opErr.Op != "dial" {
