@@ -78,8 +78,11 @@ func (l *load) allOKSince(since, deadline time.Time) bool {
 	}
 }
 
-// prober polls GET /readyz every interval until stop is closed; the
-// returned wait stops waiting for it and returns every probe.
+// prober polls GET /readyz every interval until stop is closed, and once
+// more then, so that its last probe follows whatever the caller waited for
+// before it stopped (sessions that recover within a probe's interval of an
+// outage's end otherwise left no probe after it); the returned wait waits
+// for it and returns every probe.
 func prober(ctx context.Context, c *client, baseURL string, every time.Duration, stop <-chan struct{}) (wait func() []probe) {
 	var probes []probe
 	done := make(chan struct{})
@@ -89,6 +92,7 @@ func prober(ctx context.Context, c *client, baseURL string, every time.Duration,
 			probes = append(probes, c.readyz(ctx, baseURL))
 			select {
 			case <-stop:
+				probes = append(probes, c.readyz(ctx, baseURL))
 				return
 			case <-time.After(every):
 			}
