@@ -49,6 +49,7 @@ type Redis struct {
 	client  redis.UniversalClient
 	scripts scripts
 	cache   *transcripts
+	batch   *batcher // the session commands' pipelines (batch.go)
 
 	// orphans feeds sweep the locks that failed commands may leave behind.
 	orphans chan orphan
@@ -102,6 +103,7 @@ func NewRedis(ctx context.Context, opts Options) (*Redis, error) {
 		}
 	}
 	s := &Redis{opts: opts, client: client, scripts: newScripts(), cache: newTranscripts(opts.CacheEntries),
+		batch:   newBatcher(client, opts.Timeout, uo.PoolSize),
 		orphans: make(chan orphan, maxOrphans), done: make(chan struct{})}
 	s.swept.Go(s.sweep)
 	return s, nil
@@ -176,7 +178,7 @@ func (s *Redis) acquire(ctx context.Context, key runtime.SessionKey) (*runtime.S
 	token := rand.Text()
 	bctx, cancel := s.bound(ctx)
 	defer cancel()
-	r, err := s.scripts.acquire.Run(bctx, s.client, k.list(), token, s.opts.LockLease.Milliseconds(), epoch, have).Slice()
+	r, err := s.script(bctx, s.scripts.acquire, k.list(), token, s.opts.LockLease.Milliseconds(), epoch, have).Slice()
 	if err != nil {
 		// Redis may still run the command it did not answer in time, and
 		// lock the session for a run that will never come.
@@ -209,7 +211,7 @@ func (s *Redis) Load(ctx context.Context, key runtime.SessionKey) (*runtime.Sess
 	epoch, have := cached(base)
 	bctx, cancel := s.bound(ctx)
 	defer cancel()
-	r, err := s.scripts.load.Run(bctx, s.client, k.list(), epoch, have).Slice()
+	r, err := s.script(bctx, s.scripts.load, k.list(), epoch, have).Slice()
 	if err != nil {
 		return nil, failSession(ctx, op, key, err)
 	}
@@ -387,7 +389,7 @@ func (s *Redis) Renew(ctx context.Context, key runtime.SessionKey, lease runtime
 	const op = "renew session lease"
 	bctx, cancel := s.bound(ctx)
 	defer cancel()
-	n, err := s.scripts.renew.Run(bctx, s.client, []string{keysFor(key).lock}, lease.Token, s.opts.LockLease.Milliseconds()).Int64()
+	n, err := s.script(bctx, s.scripts.renew, []string{keysFor(key).lock}, lease.Token, s.opts.LockLease.Milliseconds()).Int64()
 	if err != nil {
 		return fail(ctx, op, err)
 	}
@@ -406,7 +408,7 @@ func (s *Redis) Release(ctx context.Context, key runtime.SessionKey, lease runti
 func (s *Redis) release(ctx context.Context, key runtime.SessionKey, lease runtime.Lease) error {
 	bctx, cancel := s.bound(ctx)
 	defer cancel()
-	if err := s.scripts.release.Run(bctx, s.client, []string{keysFor(key).lock}, lease.Token).Err(); err != nil {
+	if err := s.script(bctx, s.scripts.release, []string{keysFor(key).lock}, lease.Token).Err(); err != nil {
 		s.abandon(keysFor(key).lock, lease.Token)
 		return fail(ctx, "release session", err)
 	}
@@ -446,7 +448,9 @@ func (s *Redis) Ping(ctx context.Context) error {
 func (s *Redis) Close() error {
 	s.stop.Do(func() { close(s.done) })
 	s.swept.Wait()
-	if err := s.client.Close(); err != nil && !errors.Is(err, redis.ErrClosed) {
+	err := s.client.Close()
+	s.batch.wait() // what is in flight fails at once on the closed client
+	if err != nil && !errors.Is(err, redis.ErrClosed) {
 		return fmt.Errorf("close redis store: %w", err)
 	}
 	return nil

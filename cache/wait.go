@@ -12,7 +12,8 @@ import (
 
 // runSave runs the save script of key's write at now, with the update of
 // the principal's session index (redisindex.go) in the same pipeline: one
-// round trip (a Cluster sends each node its part at once). The index is
+// round trip (a Cluster sends each node its part at once), shared with
+// other runs' commands when many wait (batch.go). The index is
 // best effort: a save that succeeded succeeds even if its index update
 // failed, and the next save puts the session back in place.
 //
@@ -28,18 +29,18 @@ func (s *Redis) runSave(ctx context.Context, key runtime.SessionKey, args []any,
 	if n <= 0 {
 		run := func(eval func(p redis.Pipeliner) *redis.Cmd) ([]any, error) {
 			var save, idx *redis.Cmd
-			_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+			add := func(p redis.Pipeliner) {
 				save = eval(p)
 				idx = s.index(ctx, p, key, now)
-				return nil
-			})
-			s.indexed(ctx, idx, key, now)
-			if r, serr := save.Slice(); serr == nil {
-				return r, nil
-			} else if err == nil {
-				err = serr
 			}
-			return nil, err
+			alone := func() {
+				_, _ = s.client.Pipelined(ctx, func(p redis.Pipeliner) error { add(p); return nil })
+			}
+			if err := s.batch.do(ctx, alone, add); err != nil {
+				return nil, err
+			}
+			s.indexed(ctx, idx, key, now)
+			return save.Slice()
 		}
 		r, err := run(func(p redis.Pipeliner) *redis.Cmd { return s.scripts.save.EvalSha(ctx, p, keys, args...) })
 		if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {

@@ -1,0 +1,300 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/switchboard-ai/switchboard/runtime"
+)
+
+// pipelines is a go-redis hook that counts the pipelines a client sends
+// and how many were in flight at once.
+type pipelines struct {
+	sent, commands atomic.Int64
+	inFlight, most atomic.Int64
+}
+
+func (h *pipelines) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h *pipelines) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (h *pipelines) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if connSetup(cmds) {
+			return next(ctx, cmds)
+		}
+		n := h.inFlight.Add(1)
+		defer h.inFlight.Add(-1)
+		for m := h.most.Load(); n > m && !h.most.CompareAndSwap(m, n); m = h.most.Load() {
+		}
+		h.sent.Add(1)
+		h.commands.Add(int64(len(cmds)))
+		return next(ctx, cmds)
+	}
+}
+
+// farRedis relays connections to the Redis at addr, and delays what Redis
+// answers by delay: a Redis that far away, or, as under load, a client
+// whose goroutines wait that long for a CPU. Each round trip takes delay,
+// whatever it carries.
+func farRedis(t *testing.T, addr string, delay time.Duration) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns sync.WaitGroup
+	t.Cleanup(func() {
+		_ = ln.Close()
+		conns.Wait()
+	})
+	relay := func(c net.Conn) {
+		defer c.Close()
+		r, err := net.Dial("tcp", addr)
+		if err != nil {
+			return
+		}
+		defer r.Close()
+		go func() {
+			_, _ = io.Copy(r, c)
+			_ = r.Close()
+		}()
+		type chunk struct {
+			at time.Time
+			b  []byte
+		}
+		chunks := make(chan chunk, 1024)
+		go func() {
+			defer close(chunks)
+			for {
+				b := make([]byte, 64<<10)
+				n, err := r.Read(b)
+				if n > 0 {
+					chunks <- chunk{time.Now(), b[:n]}
+				}
+				if err != nil {
+					return
+				}
+			}
+		}()
+		for ch := range chunks {
+			time.Sleep(time.Until(ch.at.Add(delay)))
+			if _, err := c.Write(ch.b); err != nil {
+				_ = r.Close()
+			}
+		}
+	}
+	conns.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns.Go(func() { relay(c) })
+		}
+	})
+	return ln.Addr().String()
+}
+
+// connSetup reports whether cmds are the pipeline go-redis sends on a new
+// connection (HELLO, CLIENT SETINFO), inside the pipeline that dialled it.
+func connSetup(cmds []redis.Cmder) bool {
+	return len(cmds) > 0 && (cmds[0].Name() == "hello" || cmds[0].Name() == "client")
+}
+
+// withQuery adds a query option to a store URL.
+func withQuery(u, opt string) string {
+	if strings.Contains(u, "?") {
+		return u + "&" + opt
+	}
+	return u + "?" + opt
+}
+
+// Many runs at once on a store whose every round trip takes 50 ms: with
+// one connection in its pool, 100 runs sent one command at a time would
+// need 5 s for their acquires alone, and most would fail past the store's
+// 2 s timeout (as 9,700 streams opening within 2 s on two cores did, where
+// the round trips were slow for want of a CPU, issue 22). Sharing
+// pipelines, every run takes its lock, saves and releases it, with one
+// pipeline in flight at a time, in fewer round trips than runs.
+func TestRedisRunsShareRoundTripsWhenThePoolIsBusy(t *testing.T) {
+	u := testRedisURL(t)
+	if !strings.HasPrefix(u, "redis://") {
+		t.Skipf("relays one Redis; the store is %s", u)
+	}
+	o, err := redis.ParseURL(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	far := farRedis(t, o.Addr, 50*time.Millisecond)
+	s := openRedis(t, Options{URL: fmt.Sprintf("redis://%s/%d?pool_size=1", far, o.DB)})
+	near := openRedis(t, Options{}) // cleans up at once
+	hook := &pipelines{}
+	s.client.AddHook(hook)
+
+	const runs = 100
+	var wg sync.WaitGroup
+	errs := make(chan error, runs)
+	start := time.Now()
+	for i := range runs {
+		k := testKey(t, near)
+		wg.Go(func() {
+			ctx := context.Background()
+			_, lease, err := s.Acquire(ctx, k)
+			if err != nil {
+				errs <- fmt.Errorf("run %d: %w", i, err)
+				return
+			}
+			msg := runtime.Message{Role: runtime.RoleUser, Content: fmt.Sprint("turn of run ", i)}
+			if _, err := s.Save(ctx, k, lease, runtime.Write{Messages: []runtime.Message{msg}, Release: true}); err != nil {
+				errs <- fmt.Errorf("run %d: %w", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	took := time.Since(start)
+	close(errs)
+	failed := 0
+	for err := range errs {
+		if failed++; failed <= 3 {
+			t.Error(err)
+		}
+	}
+	if failed > 0 {
+		t.Fatalf("%d of %d runs failed", failed, runs)
+	}
+	if most := hook.most.Load(); most > 1 {
+		t.Errorf("%d pipelines in flight at once, want at most the pool's 1", most)
+	}
+	// Two round trips a run (acquire; save and release) if none shared.
+	if p := hook.sent.Load(); p >= runs {
+		t.Errorf("%d pipelines for %d runs' %d commands, want far fewer than two a run", p, runs, hook.commands.Load())
+	}
+	t.Logf("%d runs in %v: %d pipelines of %d commands", runs, took.Round(time.Millisecond), hook.sent.Load(), hook.commands.Load())
+}
+
+// heldPipeline is a go-redis hook that holds the first pipeline until
+// release closes, and records every pipeline's commands.
+type heldPipeline struct {
+	once    sync.Once
+	held    chan struct{} // closed once the first pipeline is held
+	release chan struct{}
+
+	mu    sync.Mutex
+	sizes []int
+}
+
+func newHeldPipeline() *heldPipeline {
+	return &heldPipeline{held: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (h *heldPipeline) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h *heldPipeline) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (h *heldPipeline) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if connSetup(cmds) {
+			return next(ctx, cmds)
+		}
+		h.mu.Lock()
+		h.sizes = append(h.sizes, len(cmds))
+		h.mu.Unlock()
+		h.once.Do(func() {
+			close(h.held)
+			<-h.release
+		})
+		return next(ctx, cmds)
+	}
+}
+
+// queued waits until n callers wait on b.
+func queued(t *testing.T, b *batcher, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		b.mu.Lock()
+		got := len(b.waiting)
+		b.mu.Unlock()
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d callers wait, want %d", got, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// With its one pipeline in flight, the batcher sends every caller that
+// waits in the next pipeline, in the order they came, each with its own
+// reply; a caller whose context ends while it waits returns at once and
+// its command is not sent.
+func TestBatcherSendsTheWaitingTogether(t *testing.T) {
+	o, err := universalOptions(testRedisURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := redis.NewUniversalClient(o)
+	t.Cleanup(func() { _ = client.Close() })
+	hook := newHeldPipeline()
+	client.AddHook(hook)
+	b := newBatcher(client, 2*time.Second, 1)
+
+	echo := func(ctx context.Context, msg string) (string, error) {
+		var cmd *redis.StringCmd
+		alone := func() {
+			_, _ = client.Pipelined(ctx, func(p redis.Pipeliner) error { cmd = p.Echo(ctx, msg); return nil })
+		}
+		if err := b.do(ctx, alone, func(p redis.Pipeliner) { cmd = p.Echo(ctx, msg) }); err != nil {
+			return "", err
+		}
+		return cmd.Result()
+	}
+	type answer struct {
+		msg, got string
+		err      error
+	}
+	answers := make(chan answer, 10)
+	ask := func(ctx context.Context, msg string) {
+		got, err := echo(ctx, msg)
+		answers <- answer{msg, got, err}
+	}
+
+	go ask(context.Background(), "first")
+	<-hook.held
+	for i := range 5 {
+		go ask(context.Background(), fmt.Sprint("waiting ", i))
+		queued(t, b, i+1)
+	}
+	gone, cancel := context.WithCancel(context.Background())
+	go ask(gone, "gone")
+	queued(t, b, 6)
+	cancel()
+	// The caller that gave up is answered while the first pipeline is
+	// still held.
+	if a := <-answers; a.msg != "gone" || !errors.Is(a.err, context.Canceled) {
+		t.Fatalf("first answer: %+v, want the cancelled caller's context.Canceled", a)
+	}
+	close(hook.release)
+	for range 6 {
+		a := <-answers
+		if a.err != nil || a.got != a.msg {
+			t.Errorf("%q answered %q, %v", a.msg, a.got, a.err)
+		}
+	}
+	b.wait()
+	hook.mu.Lock()
+	defer hook.mu.Unlock()
+	if fmt.Sprint(hook.sizes) != "[1 5]" {
+		t.Errorf("pipelines of %v commands, want [1 5]: the first alone, then the five still waiting", hook.sizes)
+	}
+}
