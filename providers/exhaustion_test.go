@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/switchboard-ai/switchboard/graphs"
 	"github.com/switchboard-ai/switchboard/internal/fakeupstream"
@@ -90,4 +91,33 @@ func failDials(r *Registry, n int64, err error) *atomic.Int64 {
 		return dial(ctx, network, addr)
 	}
 	return &failed
+}
+
+// A provider's connections stop at half the files the process may open,
+// so that spare dials never take the files its clients' connections need;
+// past that a call waits for a connection to come free (net/http's
+// MaxConnsPerHost). No limit, or one past any count of streams, sets none.
+func TestProviderConnectionsStopAtHalfTheFileLimit(t *testing.T) {
+	for _, tc := range []struct {
+		limit uint64
+		want  int
+	}{
+		{20000, 10000},
+		{1024, 512},
+		{1 << 24, 1 << 23},
+		{0, 0},
+		{1<<24 + 1, 0},
+		{^uint64(0), 0}, // RLIM_INFINITY
+	} {
+		if got := maxConns(tc.limit); got != tc.want {
+			t.Errorf("maxConns(%d) = %d, want %d", tc.limit, got, tc.want)
+		}
+	}
+	limit := openFileLimit()
+	if limit == 0 {
+		t.Skip("no open-file limit to read here")
+	}
+	if got, want := newTransport(time.Second).MaxConnsPerHost, maxConns(limit); got != want || want == 0 && limit <= 1<<24 {
+		t.Errorf("a provider's transport allows %d connections under a limit of %d files, want %d", got, limit, want)
+	}
 }
