@@ -17,11 +17,16 @@ import (
 	"github.com/switchboard-ai/switchboard/runtime"
 )
 
-// pipelines is a go-redis hook that counts the pipelines a client sends
-// and how many were in flight at once.
+// pipelines is a go-redis hook that records the commands of every
+// pipeline a client sends and how many were in flight at once; with hold
+// set, the first pipeline waits until hold closes (held closes then).
 type pipelines struct {
-	sent, commands atomic.Int64
 	inFlight, most atomic.Int64
+	hold, held     chan struct{}
+	once           sync.Once
+
+	mu    sync.Mutex
+	sizes []int
 }
 
 func (h *pipelines) DialHook(next redis.DialHook) redis.DialHook          { return next }
@@ -36,10 +41,27 @@ func (h *pipelines) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 		defer h.inFlight.Add(-1)
 		for m := h.most.Load(); n > m && !h.most.CompareAndSwap(m, n); m = h.most.Load() {
 		}
-		h.sent.Add(1)
-		h.commands.Add(int64(len(cmds)))
+		h.mu.Lock()
+		h.sizes = append(h.sizes, len(cmds))
+		h.mu.Unlock()
+		if h.hold != nil {
+			h.once.Do(func() {
+				close(h.held)
+				<-h.hold
+			})
+		}
 		return next(ctx, cmds)
 	}
+}
+
+// sent returns how many pipelines went and their commands.
+func (h *pipelines) sent() (pipelines, commands int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, n := range h.sizes {
+		commands += n
+	}
+	return len(h.sizes), commands
 }
 
 // farRedis relays connections to the Redis at addr, and delays what Redis
@@ -176,44 +198,11 @@ func TestRedisRunsShareRoundTripsWhenThePoolIsBusy(t *testing.T) {
 		t.Errorf("%d pipelines in flight at once, want at most the pool's 1", most)
 	}
 	// Two round trips a run (acquire; save and release) if none shared.
-	if p := hook.sent.Load(); p >= runs {
-		t.Errorf("%d pipelines for %d runs' %d commands, want far fewer than two a run", p, runs, hook.commands.Load())
+	p, cmds := hook.sent()
+	if p >= runs {
+		t.Errorf("%d pipelines for %d runs' %d commands, want far fewer than two a run", p, runs, cmds)
 	}
-	t.Logf("%d runs in %v: %d pipelines of %d commands", runs, took.Round(time.Millisecond), hook.sent.Load(), hook.commands.Load())
-}
-
-// heldPipeline is a go-redis hook that holds the first pipeline until
-// release closes, and records every pipeline's commands.
-type heldPipeline struct {
-	once    sync.Once
-	held    chan struct{} // closed once the first pipeline is held
-	release chan struct{}
-
-	mu    sync.Mutex
-	sizes []int
-}
-
-func newHeldPipeline() *heldPipeline {
-	return &heldPipeline{held: make(chan struct{}), release: make(chan struct{})}
-}
-
-func (h *heldPipeline) DialHook(next redis.DialHook) redis.DialHook          { return next }
-func (h *heldPipeline) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
-
-func (h *heldPipeline) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if connSetup(cmds) {
-			return next(ctx, cmds)
-		}
-		h.mu.Lock()
-		h.sizes = append(h.sizes, len(cmds))
-		h.mu.Unlock()
-		h.once.Do(func() {
-			close(h.held)
-			<-h.release
-		})
-		return next(ctx, cmds)
-	}
+	t.Logf("%d runs in %v: %d pipelines of %d commands", runs, took.Round(time.Millisecond), p, cmds)
 }
 
 // queued waits until n callers wait on b.
@@ -245,7 +234,7 @@ func TestBatcherSendsTheWaitingTogether(t *testing.T) {
 	}
 	client := redis.NewUniversalClient(o)
 	t.Cleanup(func() { _ = client.Close() })
-	hook := newHeldPipeline()
+	hook := &pipelines{hold: make(chan struct{}), held: make(chan struct{})}
 	client.AddHook(hook)
 	b := newBatcher(client, 2*time.Second, 1)
 
@@ -284,7 +273,7 @@ func TestBatcherSendsTheWaitingTogether(t *testing.T) {
 	if a := <-answers; a.msg != "gone" || !errors.Is(a.err, context.Canceled) {
 		t.Fatalf("first answer: %+v, want the cancelled caller's context.Canceled", a)
 	}
-	close(hook.release)
+	close(hook.hold)
 	for range 6 {
 		a := <-answers
 		if a.err != nil || a.got != a.msg {
