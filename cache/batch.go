@@ -20,7 +20,8 @@ import (
 // caller's commands go at once, as they did before; past that they wait
 // for the next pipeline, which takes every command waiting when a round
 // trip in flight returns. One round trip then serves them all, and none
-// waits for a connection.
+// waits for a connection. (A save that waits for replicas keeps its own
+// connection: WAIT counts the writes of the connection it is sent on.)
 type batcher struct {
 	client  redis.UniversalClient
 	timeout time.Duration // bounds a pipeline of waiting commands
