@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/switchboard-ai/switchboard/internal/testenv"
 	"github.com/switchboard-ai/switchboard/runtime"
 )
 
@@ -64,69 +63,6 @@ func (h *pipelines) sent() (pipelines, commands int) {
 	return len(h.sizes), commands
 }
 
-// farRedis relays connections to the Redis at addr, and delays what Redis
-// answers by delay: a Redis that far away, or, as under load, a client
-// whose goroutines wait that long for a CPU. Each round trip takes delay,
-// whatever it carries.
-func farRedis(t *testing.T, addr string, delay time.Duration) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var conns sync.WaitGroup
-	t.Cleanup(func() {
-		_ = ln.Close()
-		conns.Wait()
-	})
-	relay := func(c net.Conn) {
-		defer c.Close()
-		r, err := net.Dial("tcp", addr)
-		if err != nil {
-			return
-		}
-		defer r.Close()
-		go func() {
-			_, _ = io.Copy(r, c)
-			_ = r.Close()
-		}()
-		type chunk struct {
-			at time.Time
-			b  []byte
-		}
-		chunks := make(chan chunk, 1024)
-		go func() {
-			defer close(chunks)
-			for {
-				b := make([]byte, 64<<10)
-				n, err := r.Read(b)
-				if n > 0 {
-					chunks <- chunk{time.Now(), b[:n]}
-				}
-				if err != nil {
-					return
-				}
-			}
-		}()
-		for ch := range chunks {
-			time.Sleep(time.Until(ch.at.Add(delay)))
-			if _, err := c.Write(ch.b); err != nil {
-				_ = r.Close()
-			}
-		}
-	}
-	conns.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			conns.Go(func() { relay(c) })
-		}
-	})
-	return ln.Addr().String()
-}
-
 // connSetup reports whether cmds are the pipeline go-redis sends on a new
 // connection (HELLO, CLIENT SETINFO), inside the pipeline that dialled it.
 func connSetup(cmds []redis.Cmder) bool {
@@ -157,7 +93,7 @@ func TestRedisRunsShareRoundTripsWhenThePoolIsBusy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	far := farRedis(t, o.Addr, 50*time.Millisecond)
+	far := testenv.SlowRelay(t, o.Addr, 50*time.Millisecond)
 	s := openRedis(t, Options{URL: fmt.Sprintf("redis://%s/%d?pool_size=1", far, o.DB)})
 	near := openRedis(t, Options{}) // cleans up at once
 	hook := &pipelines{}

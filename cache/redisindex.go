@@ -54,13 +54,16 @@ func (s *Redis) indexArgs(key runtime.SessionKey, now time.Time) ([]string, []an
 
 // indexed checks the index update sent with a save: a Redis that does not
 // know the script yet (restarted, or its scripts flushed) is sent it once
-// now, so that this save is listed and the next ones go by its hash.
+// now, so that this save is listed and the next ones go by its hash. Every
+// save in flight then finds the script missing at once, so the text goes
+// as the save's commands go, on the next pipeline when many wait: sent one
+// at a time on the pool, 99 of them took seconds (batch.go).
 func (s *Redis) indexed(ctx context.Context, cmd *redis.Cmd, key runtime.SessionKey, now time.Time) {
 	if cmd == nil || cmd.Err() == nil || !redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
 		return
 	}
 	keys, args := s.indexArgs(key, now)
-	_ = s.scripts.index.Run(ctx, s.client, keys, args...).Err()
+	_ = s.queue(ctx, func(c redis.Scripter) *redis.Cmd { return s.scripts.index.Eval(ctx, c, keys, args...) }).Err()
 }
 
 // luaIndex: KEYS = the principal's index; ARGV = the write's time (unix
