@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"os/signal"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	"github.com/switchboard-ai/switchboard/graphs"
 	"github.com/switchboard-ai/switchboard/internal/app"
 	"github.com/switchboard-ai/switchboard/internal/gctune"
+	"github.com/switchboard-ai/switchboard/internal/listen"
 	"github.com/switchboard-ai/switchboard/internal/redact"
 	"github.com/switchboard-ai/switchboard/providers"
 )
@@ -201,14 +201,14 @@ func serve(cfg *graphs.Set, reloader app.Reloader, stderr io.Writer) int {
 		log.Error("cannot start", "err", err)
 		return 1
 	}
-	ln, err := net.Listen("tcp", cfg.Server.Listen)
+	lns, err := listen.Listen(cfg.Server.Listen, listen.Sockets())
 	if err != nil {
 		log.Error("cannot listen", "addr", cfg.Server.Listen, "err", err)
 		_ = a.Close(ctx)
 		return 1
 	}
 	go a.WatchConfig(ctx, reloader)
-	if err := a.Serve(ctx, ln); err != nil && !errors.Is(err, context.Canceled) {
+	if err := a.Serve(ctx, lns...); err != nil && !errors.Is(err, context.Canceled) {
 		log.Error("stopped with an error", "err", err)
 		return 1
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/switchboard-ai/switchboard/internal/gwtest"
+	"github.com/switchboard-ai/switchboard/internal/listen"
 )
 
 func runCLI(args ...string) (code int, stdout, stderr string) {
@@ -362,5 +364,26 @@ func TestServeKeepsTheOperatorsGOGC(t *testing.T) {
 	}
 	if got != "50" {
 		t.Errorf("go_gc_gogc_percent %q with GOGC=50 in serve's environment, want 50", got)
+	}
+}
+
+// TestServeRefusesAnAddressInUse: serve listens on several sockets that
+// share its address (internal/listen), and a second serve started on that
+// address fails at once, as it did with one socket, instead of joining the
+// first and taking half its clients.
+func TestServeRefusesAnAddressInUse(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs it: not in -short")
+	}
+	logFile, logPath := serveLog(t)
+	startServe(t, logFile, nil)
+	addr := listenAddr(t, logPath)
+	code, _, errOut := runCLI("serve", "--listen", addr)
+	if code != 1 || !strings.Contains(errOut, "cannot listen") || !strings.Contains(errOut, "address already in use") {
+		t.Fatalf("a second serve on %s: exit %d, stderr %q", addr, code, errOut)
+	}
+	log, _ := os.ReadFile(logPath)
+	if want := fmt.Sprintf(`"sockets":%d`, listen.Sockets()); !strings.Contains(string(log), want) {
+		t.Errorf("serve's log does not say %s: %s", want, log)
 	}
 }

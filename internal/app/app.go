@@ -208,17 +208,29 @@ func (a *App) newGeneration(cfg *graphs.Set, prev *generation) (*generation, err
 // Requests go to the generation current when they arrive.
 func (a *App) Handler() http.Handler { return a }
 
-// Serve serves on ln until ctx is done, then shuts down gracefully:
-// /readyz turns 503 at once, open runs and streams get up to the drain
-// timeout to finish, then the store and the trace exporter are flushed.
-func (a *App) Serve(ctx context.Context, ln net.Listener) error {
-	errc := make(chan error, 1)
-	go func() { errc <- a.server.Serve(ln) }()
+// Serve serves on lns (one address's sockets: internal/listen) until ctx
+// is done, then shuts down gracefully: /readyz turns 503 at once, open runs
+// and streams get up to the drain timeout to finish, then the store and the
+// trace exporter are flushed.
+func (a *App) Serve(ctx context.Context, lns ...net.Listener) error {
+	if len(lns) == 0 {
+		return errors.New("serve: no listener")
+	}
+	errc := make(chan error, len(lns))
+	for _, ln := range lns {
+		go func() { errc <- a.server.Serve(ln) }()
+	}
 	cfg := a.gens.cur.Load().cfg
-	a.log.Info("switchboard listening", "addr", ln.Addr().String(), "graphs", cfg.GraphNames, "store", redact.URL(cfg.Store.URL))
+	a.log.Info("switchboard listening", "addr", lns[0].Addr().String(), "sockets", len(lns), "graphs", cfg.GraphNames, "store", redact.URL(cfg.Store.URL))
 	var serveErr error
 	select {
 	case serveErr = <-errc:
+		// One socket failed: the others stop too, as one listener's
+		// failure stopped the gateway before.
+		_ = a.server.Close()
+		for range len(lns) - 1 {
+			<-errc
+		}
 	case <-ctx.Done():
 		cur := a.gens.drain()
 		a.log.Info("shutting down", "drain_timeout", cur.cfg.Server.DrainTimeout)
@@ -239,7 +251,9 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 			_ = a.server.Close()
 		}
 		cancel()
-		<-errc
+		for range lns {
+			<-errc
+		}
 	}
 	return errors.Join(ignoreClosed(serveErr), a.Close(context.WithoutCancel(ctx)))
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/switchboard-ai/switchboard/graphs"
 	"github.com/switchboard-ai/switchboard/internal/app"
 	"github.com/switchboard-ai/switchboard/internal/fakeupstream"
+	"github.com/switchboard-ai/switchboard/internal/listen"
 	"github.com/switchboard-ai/switchboard/providers"
 )
 
@@ -33,14 +33,17 @@ func serve(t *testing.T, yaml string, env map[string]string, logs io.Writer) (ur
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// Two sockets, as serve listens on Linux (internal/listen): the drain
+	// and the shutdown close both.
+	lns, err := listen.Listen("127.0.0.1:0", 2)
 	if err != nil {
 		t.Fatal(err)
 	}
+	ln := lns[0]
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() {
-		errc <- a.Serve(ctx, ln)
+		errc <- a.Serve(ctx, lns...)
 		close(errc) // the test and the cleanup may both wait for it
 	}()
 	t.Cleanup(func() {
