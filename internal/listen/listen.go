@@ -32,7 +32,7 @@ func Sockets() int {
 
 // Listen listens on the TCP address addr with n sockets sharing it (n is
 // clamped to 1 where the platform cannot share an address evenly). With
-// port 0 the first socket picks the port and the others join it. Listen
+// port 0 the port is picked once, and every socket listens on it. Listen
 // fails, as net.Listen does, if anything already listens on addr: the
 // sockets share the address with one another, not with another process.
 func Listen(addr string, n int) ([]net.Listener, error) {
