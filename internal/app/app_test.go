@@ -163,3 +163,23 @@ func TestStoreURLPasswordIsNotLogged(t *testing.T) {
 		t.Errorf("logs:\n%s", logs.String())
 	}
 }
+
+// TestServeAnswersOnEverySocket: serve's sockets share one address and
+// the kernel hands each new connection to one of them (internal/listen),
+// so a socket nobody accepted on would leave its clients hanging. Clients
+// on fresh connections, enough to reach both sockets, all get answers.
+func TestServeAnswersOnEverySocket(t *testing.T) {
+	fake := fakeupstream.New(t)
+	url, _, _ := serve(t, yaml, map[string]string{"FAKE_URL": fake.URL}, io.Discard)
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	for i := range 64 {
+		resp, err := c.Get(url + "/readyz")
+		if err != nil {
+			t.Fatalf("client %d: %v", i, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("client %d: /readyz answered %d", i, resp.StatusCode)
+		}
+	}
+}
