@@ -46,12 +46,18 @@ type proc struct {
 // clean environment so that no SWITCHBOARD_* or OTEL_* variable of the
 // caller changes what is measured.
 func start(name, bin string, args ...string) (*proc, error) {
+	return startEnv(name, bin, nil, args...)
+}
+
+// startEnv is start with env ("KEY=value") added to the child's clean
+// environment.
+func startEnv(name, bin string, env []string, args ...string) (*proc, error) {
 	for i, a := range args {
 		args[i] = strings.ReplaceAll(a, "{addr}", "127.0.0.1:0")
 	}
 	p := &proc{name: name}
 	p.cmd = exec.Command(bin, args...)
-	p.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	p.cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}, env...)
 	p.cmd.Stdout, p.cmd.Stderr = &p.log, &p.log
 	if err := p.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
@@ -138,6 +144,33 @@ func (p *proc) cpu() (time.Duration, error) {
 		total += time.Duration(ns)
 	}
 	return total, nil
+}
+
+// syscalls is how many read and write system calls the process made so
+// far, of every kind of file (syscr and syscw of /proc/<pid>/io).
+func (p *proc) syscalls() (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", p.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	found := 0
+	for line := range strings.Lines(string(b)) {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ": ")
+		if !ok || (k != "syscr" && k != "syscw") {
+			continue
+		}
+		c, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("parse /proc io %s: %w", k, err)
+		}
+		n += c
+		found++
+	}
+	if found != 2 {
+		return 0, errors.New("no syscr and syscw in /proc io")
+	}
+	return n, nil
 }
 
 // rss is the process's resident set size in bytes (VmRSS).

@@ -239,7 +239,7 @@ func (sb *streamBench) startTarget(variant string) (*proc, error) {
 		if sb.o.profile != "" {
 			args = append(args, "-pprof")
 		}
-		return start("revproxy", sb.rpBin, args...)
+		return startEnv("revproxy", sb.rpBin, []string{gcTraceEnv}, args...)
 	}
 	store := "memory://"
 	if variant == "gateway-redis" {
@@ -252,7 +252,7 @@ func (sb *streamBench) startTarget(variant string) (*proc, error) {
 	if err := os.WriteFile(path, []byte(fmt.Sprintf(streamsConfig, store, sb.up.base)), 0o600); err != nil {
 		return nil, err
 	}
-	return start(variant, sb.gwBin, "serve", "--config", path, "--listen", "{addr}")
+	return startEnv(variant, sb.gwBin, []string{gcTraceEnv}, "serve", "--config", path, "--listen", "{addr}")
 }
 
 // phase measures n streams through a fresh process of variant.
@@ -308,6 +308,11 @@ func (sb *streamBench) phase(ctx context.Context, variant string, n, round int) 
 	if err != nil {
 		return nil, err
 	}
+	sys0, err := p.syscalls()
+	if err != nil {
+		return nil, err
+	}
+	log0 := p.log.Len()
 
 	drops0 := listenDrops()
 	sampler := startRSSSampler(p)
@@ -363,6 +368,11 @@ func (sb *streamBench) phase(ctx context.Context, variant string, n, round int) 
 	if err != nil {
 		return nil, err
 	}
+	sys1, err := p.syscalls()
+	if err != nil {
+		return nil, err
+	}
+	gcs, gcCPU := gcTrace(p.log.String()[log0:])
 	peak := sampler()
 	side.Wait()
 	drops := listenDrops() - drops0
@@ -378,6 +388,9 @@ func (sb *streamBench) phase(ctx context.Context, variant string, n, round int) 
 		"rss_peak_mb":  float64(peak) / (1 << 20),
 		"rss_kb":       float64(peak-rss0) / 1024 / float64(n),
 		"cpu_ms":       ms(cpu1-cpu0) / float64(n),
+		"gcs":          float64(gcs),
+		"gc_cpu_ms":    ms(gcCPU),
+		"syscalls":     float64(sys1-sys0) / float64(n),
 		"gap50":        ms(pct(res.gaps, 50)),
 		"gap99":        ms(pct(res.gaps, 99)),
 		"first50":      ms(pct(res.firsts, 50)),
@@ -398,8 +411,8 @@ func (sb *streamBench) phase(ctx context.Context, variant string, n, round int) 
 	if res.dropped > 0 {
 		fmt.Fprintf(sb.progress, "  %d dropped, e.g.: %s\n", res.dropped, strings.Join(res.errs, "; "))
 	}
-	if n := strings.Count(p.log.String(), "\n"); n > 0 {
-		fmt.Fprintf(sb.progress, "  %s logged %d lines; the last: %s\n", p.name, n, tail(p.log.String(), 600))
+	if logged := withoutGCTrace(p.log.String()); logged != "" {
+		fmt.Fprintf(sb.progress, "  %s logged %d lines; the last: %s\n", p.name, strings.Count(logged, "\n"), tail(logged, 600))
 	}
 	return out, nil
 }

@@ -120,3 +120,60 @@ func loadAvg() string {
 	}
 	return strings.Join(f[:3], " ")
 }
+
+// gcTraceEnv makes a Go target write a line for each collection it ends on
+// its standard error, which gcTrace reads: the row's collections and their
+// CPU explain much of how its CPU and latency tails move from one run to
+// the next (BENCHMARKS rounds 23, 24 and 28).
+const gcTraceEnv = "GODEBUG=gctrace=1"
+
+// gcTrace reads the collections a Go process traced in log (gcTraceEnv):
+// how many ended there, and the CPU they took, the sum of each line's
+// "ms cpu" figures (the stop-the-world phases, and marking by assists,
+// by the background workers and on idle processors):
+//
+//	gc 5 @6.693s 2%: 2.1+380+0.007 ms clock, 4.3+131/205/0.19+0.014 ms cpu, 169->169->139 MB, ...
+//
+// Other lines are skipped.
+func gcTrace(log string) (n int, cpu time.Duration) {
+	for line := range strings.Lines(log) {
+		if !strings.HasPrefix(line, "gc ") {
+			continue
+		}
+		_, rest, ok := strings.Cut(line, " ms clock, ")
+		if !ok {
+			continue
+		}
+		figures, _, ok := strings.Cut(rest, " ms cpu")
+		if !ok {
+			continue
+		}
+		var ms float64
+		for _, f := range strings.FieldsFunc(figures, func(r rune) bool { return r == '+' || r == '/' }) {
+			v, err := strconv.ParseFloat(f, 64)
+			if err != nil {
+				ms = -1
+				break
+			}
+			ms += v
+		}
+		if ms < 0 {
+			continue
+		}
+		n++
+		cpu += time.Duration(ms * float64(time.Millisecond))
+	}
+	return n, cpu
+}
+
+// withoutGCTrace is log less its collection lines (gcTrace), for what the
+// process itself logged.
+func withoutGCTrace(log string) string {
+	var b strings.Builder
+	for line := range strings.Lines(log) {
+		if n, _ := gcTrace(line); n == 0 {
+			b.WriteString(line)
+		}
+	}
+	return b.String()
+}

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -55,6 +58,25 @@ func TestStreamsHarness(t *testing.T) {
 	for _, v := range variants {
 		if !regexp.MustCompile(`\| 20 \| ` + v + ` \| \d+ \| 0 \|`).MatchString(report) {
 			t.Errorf("no row of %s with no stream dropped:\n%s", v, report)
+		}
+	}
+	// Every row counts the target's system calls (a stream reads its
+	// request and the upstream's chunks, and writes both on), and its
+	// collections from the target's trace.
+	for _, line := range strings.Split(report, "\n") {
+		if !strings.HasPrefix(line, "| 20 | proxy |") && !strings.HasPrefix(line, "| 20 | gateway") {
+			continue
+		}
+		cols := strings.Split(strings.Trim(line, "| "), " | ")
+		if len(cols) != 17 {
+			t.Errorf("row of %d columns, want 17: %s", len(cols), line)
+			continue
+		}
+		if sys, err := strconv.ParseFloat(cols[16], 64); err != nil || sys < 5 {
+			t.Errorf("%s: %s system calls a stream, want at least 5", cols[1], cols[16])
+		}
+		if _, err := strconv.Atoi(cols[14]); err != nil {
+			t.Errorf("%s: collections %q", cols[1], cols[14])
 		}
 	}
 	for _, want := range []string{"| 20 | RSS per stream, KB |", "| 20 | dropped streams | 0 | 0 | 0 | yes |"} {
@@ -156,5 +178,50 @@ func TestStreamStackIsTheProxys(t *testing.T) {
 		if got := r["stack_kb"]; got > proxy+4 {
 			t.Errorf("%s: %.1f KB of stack per open stream, the proxy %.1f: a stream's goroutine went past 7 KB deep", v, got, proxy)
 		}
+	}
+}
+
+// TestGCTrace reads the collection lines of this Go's runtime: the test's
+// own binary runs gcTraceHelper with the targets' GODEBUG, and what it
+// writes on standard error must count the collections it forced, with
+// their CPU, and nothing of the other lines.
+func TestGCTrace(t *testing.T) {
+	if os.Getenv("BENCH_GC_HELPER") == "1" {
+		t.Skip("the helper's own run")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestGCTraceHelper$", "-test.v")
+	cmd.Env = append(os.Environ(), gcTraceEnv, "BENCH_GC_HELPER=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("helper: %v\n%s", err, stderr.String())
+	}
+	other := `{"msg":"switchboard listening","addr":"127.0.0.1:1"}` + "\n"
+	garbled := "gc 9 @1.0s 1%: 1+2+3 ms clock, x+y ms cpu\n"
+	log := other + stderr.String() + garbled
+	n, cpu := gcTrace(log)
+	if n < 3 {
+		t.Errorf("%d collections read, want at least the helper's 3:\n%s", n, log)
+	}
+	if cpu <= 0 {
+		t.Errorf("collections took %v of CPU:\n%s", cpu, log)
+	}
+	if rest := withoutGCTrace(log); rest != other+garbled {
+		t.Errorf("withoutGCTrace kept a collection line or lost another:\n%s", rest)
+	}
+	// The figures of one line, as Go documents them (runtime, GODEBUG).
+	n, cpu = gcTrace("gc 5 @6.693s 2%: 2.1+380+0.007 ms clock, 4.3+131/205/0.19+0.014 ms cpu, 169->169->139 MB, 175 MB goal, 40 MB stacks, 0 MB globals, 2 P\n")
+	if want := time.Duration(340.504 * float64(time.Millisecond)); n != 1 || cpu < want-time.Microsecond || cpu > want+time.Microsecond {
+		t.Errorf("gcTrace = %d, %v; want 1, %v", n, cpu, want)
+	}
+}
+
+// TestGCTraceHelper forces three collections when TestGCTrace runs it.
+func TestGCTraceHelper(t *testing.T) {
+	if os.Getenv("BENCH_GC_HELPER") != "1" {
+		t.Skip("run by TestGCTrace")
+	}
+	for range 3 {
+		runtime.GC()
 	}
 }
