@@ -105,13 +105,21 @@ func (p *proc) stop() {
 // listenedOn returns the address of the first JSON log line whose message
 // says the process is listening ("switchboard listening", "revproxy
 // listening", ...), once the log holds one.
+//
+// The line may follow part of a collection's trace line (gcTraceEnv): the
+// runtime writes such a line in pieces, a write each, and the log line
+// written in one between two of them ends up after the first piece.
 func listenedOn(log string) (string, bool) {
 	for line := range strings.Lines(log) {
+		i := strings.IndexByte(line, '{')
+		if i < 0 {
+			continue
+		}
 		var rec struct {
 			Msg  string `json:"msg"`
 			Addr string `json:"addr"`
 		}
-		if json.Unmarshal([]byte(line), &rec) == nil && strings.HasSuffix(rec.Msg, " listening") && rec.Addr != "" {
+		if json.Unmarshal([]byte(line[i:]), &rec) == nil && strings.HasSuffix(rec.Msg, " listening") && rec.Addr != "" {
 			return rec.Addr, true
 		}
 	}

@@ -225,3 +225,22 @@ func TestGCTraceHelper(t *testing.T) {
 		runtime.GC()
 	}
 }
+
+// TestListenedOnAmidCollectionTrace finds the listening line of a target
+// traced with gcTraceEnv, whose runtime writes a collection's line in
+// pieces: a log line written between two of them follows the first piece
+// on the same line.
+func TestListenedOnAmidCollectionTrace(t *testing.T) {
+	log := "gc 1 @0.009s 5%: 0.074+1.7+0.31 ms clock, 0.14+0.12/0.69/0.007+0.63 ms cpu, 3->4->1 MB, 4 MB goal, 0 MB stacks, 0 MB globals, 2 P\n" +
+		"gc 2 @0.023s 5%: 0.047+1.1+0.004 ms clock, " + `{"time":"2026-12-03T12:40:13Z","level":"INFO","msg":"switchboard listening","addr":"127.0.0.1:32957","sockets":2}` + "\n" +
+		"0.094+0.96/0.20/0.89+0.008 ms cpu, 4->4->2 MB, 4 MB goal, 0 MB stacks, 0 MB globals, 2 P\n"
+	if addr, ok := listenedOn(log); !ok || addr != "127.0.0.1:32957" {
+		t.Errorf("listenedOn = %q, %v; want 127.0.0.1:32957", addr, ok)
+	}
+	if addr, ok := listenedOn(`{"msg":"revproxy listening","addr":"127.0.0.1:1"}` + "\n"); !ok || addr != "127.0.0.1:1" {
+		t.Errorf("listenedOn of a plain line = %q, %v", addr, ok)
+	}
+	if _, ok := listenedOn("gc 1 @0.009s 5%: 0.074+1.7+0.31 ms clock, {not json\n" + `{"msg":"starting"}` + "\n"); ok {
+		t.Error("listenedOn found an address where no line says the process listens")
+	}
+}
