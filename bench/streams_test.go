@@ -190,7 +190,12 @@ func TestGCTrace(t *testing.T) {
 		t.Skip("the helper's own run")
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestGCTraceHelper$", "-test.v")
-	cmd.Env = append(os.Environ(), gcTraceEnv, "BENCH_GC_HELPER=1")
+	// GOGC=off: only the helper's own collections, whose lines it waits
+	// for (TestGCTraceHelper). A collection the runtime started by itself
+	// could still be writing its line, in pieces, at the helper's exit:
+	// the line would be cut short, and the test's own lines would follow
+	// the piece on the same line.
+	cmd.Env = append(os.Environ(), gcTraceEnv, "GOGC=off", "BENCH_GC_HELPER=1")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
@@ -217,6 +222,9 @@ func TestGCTrace(t *testing.T) {
 }
 
 // TestGCTraceHelper forces three collections when TestGCTrace runs it.
+// runtime.GC can return while the runtime still writes the last one's
+// line, which it does before it lets the world be stopped again: stopping
+// it (ReadMemStats) waits for the whole line.
 func TestGCTraceHelper(t *testing.T) {
 	if os.Getenv("BENCH_GC_HELPER") != "1" {
 		t.Skip("run by TestGCTrace")
@@ -224,6 +232,8 @@ func TestGCTraceHelper(t *testing.T) {
 	for range 3 {
 		runtime.GC()
 	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
 }
 
 // TestListenedOnAmidCollectionTrace finds the listening line of a target
