@@ -40,11 +40,7 @@ func (u *upstream) Chat(ctx context.Context, req *runtime.ChatRequest, onDelta f
 		var resp *runtime.ChatResponse
 		var err error
 		if req.Stream {
-			// Opening the stream goes 5.5 KB deeper than reading it
-			// (go-openai, then net/http's client): aside, so that the
-			// stream's goroutine keeps an 8 KB stack (freshstack).
-			freshstack.Run(c.openAside)
-			if err = c.openErr; err == nil {
+			if err = c.openStream(); err == nil {
 				resp, err = c.stream(onDelta)
 			}
 		} else {
@@ -264,6 +260,48 @@ func (c *call) complete() (*runtime.ChatResponse, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// openStream opens the attempt's stream. go-openai builds the request
+// aside, where building it goes 5.5 KB deeper than reading the stream
+// (freshstack: the stream's goroutine keeps an 8 KB stack), and the
+// attempt holds it rather than send it (attempt.hold). It is sent from
+// here, straight through the transport (attempt.roundTrip), so that the
+// wait for the answer's headers is the stream's own goroutine's: when it
+// was the aside goroutine's, every stream opening at once held one more
+// goroutine and its 8 KB stack, over a thousand at 5,000 streams opened in
+// two seconds (issue 22). An answer that is not the stream is handed to
+// go-openai aside, as if it had sent the request (attempt.replay), and
+// makes the same error; a redirect, which net/http's client would follow,
+// is sent again through it. A provider URL with a user and password is
+// always sent through the client, which makes them a basic authorization.
+func (c *call) openStream() error {
+	if c.u.viaClient {
+		freshstack.Run(c.openAside)
+		return c.openErr
+	}
+	c.a.hold = true
+	freshstack.Run(c.openAside)
+	c.a.hold = false
+	if !errors.Is(c.openErr, errRequestHeld) {
+		return c.openErr
+	}
+	req := c.a.held
+	c.a.held = nil
+	resp, err := c.a.send(req, true)
+	switch {
+	case errors.Is(err, errStreamOpened):
+		c.a.patch = nil // the body has left
+		return nil
+	case errors.Is(err, errRedirected):
+	case err != nil:
+		return err
+	default:
+		c.a.replay = resp
+	}
+	freshstack.Run(c.openAside)
+	c.a.replay = nil
+	return c.openErr
 }
 
 // openAside opens the stream into c.openErr, for freshstack.Run.

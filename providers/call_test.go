@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	goruntime "runtime"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +26,6 @@ func TestRetries(t *testing.T) {
 	tests := []struct {
 		name         string
 		script       []fakeupstream.Reply
-		stream       bool
 		opts         func(*Options)
 		ctxTimeout   time.Duration
 		wantRequests int
@@ -34,7 +35,6 @@ func TestRetries(t *testing.T) {
 	}{
 		{name: "500 then success", script: []fakeupstream.Reply{{Status: 500}, ok}, wantRequests: 2},
 		{name: "502, 503 then success", script: []fakeupstream.Reply{{Status: 502}, {Status: 503}, ok}, wantRequests: 3},
-		{name: "streamed 500 then success", script: []fakeupstream.Reply{{Status: 500}, ok}, stream: true, wantRequests: 2},
 		{name: "429 with retry-after-ms then success", wantRequests: 2, script: []fakeupstream.Reply{
 			{Status: 429, Header: http.Header{"Retry-After-Ms": {"20"}}}, ok}},
 		{name: "429 with Retry-After then success", wantRequests: 2, script: []fakeupstream.Reply{
@@ -50,44 +50,48 @@ func TestRetries(t *testing.T) {
 		{name: "Retry-After beyond the deadline is not waited for", script: []fakeupstream.Reply{{Status: 429, RetryAfter: "5"}, ok},
 			ctxTimeout: time.Second, wantRequests: 1, wantErr: runtime.ErrUpstream, wantStatus: 429},
 	}
+	// Every case streamed and not: a stream's attempt is sent by other
+	// code (call.openStream) and must fail and retry alike.
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			s := fakeupstream.New(t, tc.script...)
-			opts := fastOptions()
-			if tc.opts != nil {
-				tc.opts(&opts)
-			}
-			r := newTestRegistry(t, s, opts, nil)
-			ctx := t.Context()
-			if tc.ctxTimeout > 0 {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, tc.ctxTimeout)
-				defer cancel()
-			}
-			resp, err := r.Chat(ctx, userRequest("hi", tc.stream), nil)
-			if n := len(s.Requests()); n != tc.wantRequests {
-				t.Errorf("upstream got %d requests, want %d", n, tc.wantRequests)
-			}
-			if tc.wantErr == nil {
-				if err != nil {
-					t.Fatal(err)
+		for _, stream := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/stream=%v", tc.name, stream), func(t *testing.T) {
+				s := fakeupstream.New(t, tc.script...)
+				opts := fastOptions()
+				if tc.opts != nil {
+					tc.opts(&opts)
 				}
-				if resp.Message.Content != "finally" {
-					t.Errorf("content %q", resp.Message.Content)
+				r := newTestRegistry(t, s, opts, nil)
+				ctx := t.Context()
+				if tc.ctxTimeout > 0 {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, tc.ctxTimeout)
+					defer cancel()
 				}
-				return
-			}
-			if !errors.Is(err, tc.wantErr) || errors.Is(err, runtime.ErrUpstreamTimeout) {
-				t.Fatalf("err = %v, want %v", err, tc.wantErr)
-			}
-			var pe *Error
-			if !errors.As(err, &pe) || pe.StatusCode != tc.wantStatus || pe.Provider != "fake" {
-				t.Errorf("err = %#v, want a *Error with status %d", err, tc.wantStatus)
-			}
-			if !strings.Contains(err.Error(), tc.wantText) {
-				t.Errorf("err = %q, want it to contain %q", err, tc.wantText)
-			}
-		})
+				resp, err := r.Chat(ctx, userRequest("hi", stream), nil)
+				if n := len(s.Requests()); n != tc.wantRequests {
+					t.Errorf("upstream got %d requests, want %d", n, tc.wantRequests)
+				}
+				if tc.wantErr == nil {
+					if err != nil {
+						t.Fatal(err)
+					}
+					if resp.Message.Content != "finally" {
+						t.Errorf("content %q", resp.Message.Content)
+					}
+					return
+				}
+				if !errors.Is(err, tc.wantErr) || errors.Is(err, runtime.ErrUpstreamTimeout) {
+					t.Fatalf("err = %v, want %v", err, tc.wantErr)
+				}
+				var pe *Error
+				if !errors.As(err, &pe) || pe.StatusCode != tc.wantStatus || pe.Provider != "fake" {
+					t.Errorf("err = %#v, want a *Error with status %d", err, tc.wantStatus)
+				}
+				if !strings.Contains(err.Error(), tc.wantText) {
+					t.Errorf("err = %q, want it to contain %q", err, tc.wantText)
+				}
+			})
+		}
 	}
 }
 
@@ -235,6 +239,9 @@ func TestCallerDeadlineIsATimeout(t *testing.T) {
 	}
 }
 
+// TestConnectionRefused also compares a stream's error with a whole
+// answer's: a stream's request is sent without net/http's client
+// (call.openStream), and fails with the error the client would make.
 func TestConnectionRefused(t *testing.T) {
 	addr := testenv.RefusingAddr(t)
 	r, err := New(map[string]graphs.Provider{"down": {Kind: graphs.ProviderOpenAI, BaseURL: "http://" + addr + "/v1"}}, fastOptions())
@@ -242,11 +249,22 @@ func TestConnectionRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	req := userRequest("hi", false)
-	req.Model.Provider = "down"
-	_, err = r.Chat(t.Context(), req, nil)
-	if !errors.Is(err, runtime.ErrUpstream) || errors.Is(err, runtime.ErrUpstreamTimeout) || !strings.Contains(err.Error(), "connection refused") {
-		t.Errorf("err = %v, want ErrUpstream for a refused connection", err)
+	var texts []string
+	for _, stream := range []bool{false, true} {
+		req := userRequest("hi", stream)
+		req.Model.Provider = "down"
+		_, err = r.Chat(t.Context(), req, nil)
+		if !errors.Is(err, runtime.ErrUpstream) || errors.Is(err, runtime.ErrUpstreamTimeout) || !strings.Contains(err.Error(), "connection refused") {
+			t.Errorf("stream=%v: err = %v, want ErrUpstream for a refused connection", stream, err)
+		}
+		var ue *url.Error
+		if !errors.As(err, &ue) || ue.Op != "Post" || ue.URL != "http://"+addr+"/v1/chat/completions" {
+			t.Errorf("stream=%v: err = %#v, want it to wrap net/http's *url.Error for POST /v1/chat/completions", stream, err)
+		}
+		texts = append(texts, err.Error())
+	}
+	if texts[0] != texts[1] {
+		t.Errorf("a stream failed with %q, a whole answer with %q", texts[1], texts[0])
 	}
 }
 
@@ -496,5 +514,74 @@ func TestStreamIdleAndDeadlineShareATimer(t *testing.T) {
 				t.Errorf("%d deltas, want %d (-1: some, not all)", n, tc.wantDeltas)
 			}
 		})
+	}
+}
+
+// TestStreamWaitsForItsHeadersOnItsOwnGoroutine: while a stream's request
+// waits for the answer's headers, the goroutine waiting in net/http's
+// client is the caller's, and none aside (freshstack) waits with it: every
+// stream opening at once held one more goroutine and its 8 KB stack when
+// the request was sent aside (issue 22).
+func TestStreamWaitsForItsHeadersOnItsOwnGoroutine(t *testing.T) {
+	arrived, release := make(chan struct{}), make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(arrived)
+		<-release
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}`+"\n\ndata: [DONE]\n\n")
+	}))
+	defer srv.Close()
+	r, err := New(map[string]graphs.Provider{"fake": {Kind: graphs.ProviderOpenAI, BaseURL: srv.URL + "/v1", APIKey: "sk-test", Timeout: 5 * time.Second}}, fastOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	done := make(chan error, 1)
+	go func() {
+		resp, err := r.Chat(t.Context(), userRequest("hi", true), nil)
+		if err == nil && resp.Message.Content != "hi" {
+			err = fmt.Errorf("answer %q, want hi", resp.Message.Content)
+		}
+		done <- err
+	}()
+	<-arrived
+	var waiting string
+	for deadline := time.Now().Add(5 * time.Second); waiting == "" && time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		buf := make([]byte, 1<<20)
+		buf = buf[:goruntime.Stack(buf, true)]
+		for g := range strings.SplitSeq(string(buf), "\n\n") {
+			if strings.Contains(g, "net/http.(*persistConn).roundTrip") {
+				waiting = g
+			}
+		}
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case waiting == "":
+		t.Fatal("no goroutine waited for the answer in net/http's client")
+	case !strings.Contains(waiting, "providers.(*call).openStream(") || strings.Contains(waiting, "freshstack"):
+		t.Errorf("the goroutine waiting for the answer's headers is not the caller's:\n%s", waiting)
+	}
+}
+
+// TestBaseURLUserIsBasicAuthorization: a provider URL with a user and
+// password and no key authorizes as net/http's client makes it, streamed
+// or not (a stream's request is otherwise sent without the client).
+func TestBaseURLUserIsBasicAuthorization(t *testing.T) {
+	s := fakeupstream.New(t, fakeupstream.Reply{Text: "ok"}, fakeupstream.Reply{Text: "ok"})
+	r := newTestRegistry(t, s, fastOptions(), func(p *graphs.Provider) {
+		p.BaseURL = strings.Replace(s.URL, "://", "://ada:s3cret@", 1)
+		p.APIKey = ""
+	})
+	for i, stream := range []bool{false, true} {
+		if _, err := r.Chat(t.Context(), userRequest("hi", stream), nil); err != nil {
+			t.Fatalf("stream=%v: %v", stream, err)
+		}
+		if got, want := s.Requests()[i].Header.Get("Authorization"), "Basic YWRhOnMzY3JldA=="; got != want {
+			t.Errorf("stream=%v: Authorization %q, want %q", stream, got, want)
+		}
 	}
 }

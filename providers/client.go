@@ -171,6 +171,9 @@ type upstream struct {
 	secrets []string
 	// capture lets an error text that quotes the request through.
 	capture bool
+	// viaClient sends every request through the client (call.openStream):
+	// the base URL names a user.
+	viaClient bool
 	// drainWait is how long a stream waits for its body's end after
 	// [DONE] (drainWait, the constant; a test that is about reuse, not
 	// about that window, widens it).
@@ -182,7 +185,8 @@ func newUpstream(name string, p graphs.Provider, opts Options, tracer trace.Trac
 	if p.BaseURL == "" {
 		return nil, fmt.Errorf("provider %q: base_url is required", name)
 	}
-	if u, err := url.Parse(p.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	base, err := url.Parse(p.BaseURL)
+	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
 		return nil, fmt.Errorf("provider %q: base_url %q is not an http(s) URL", name, p.BaseURL)
 	}
 	timeout := p.Timeout
@@ -211,6 +215,7 @@ func newUpstream(name string, p graphs.Provider, opts Options, tracer trace.Trac
 	return &upstream{
 		maxResponse: maxResponse,
 		drainWait:   drainWait,
+		viaClient:   base.User != nil,
 		secrets:     secrets,
 		capture:     opts.CaptureContent,
 		name:        name,

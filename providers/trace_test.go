@@ -1,6 +1,7 @@
 package providers
 
 import (
+	"fmt"
 	"testing"
 
 	"go.opentelemetry.io/otel/baggage"
@@ -23,66 +24,70 @@ func TestTraceContextPropagation(t *testing.T) {
 		{name: "HTTP attempt span is the parent", traceHTTP: true, wantParents: 2},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			rec := tracetest.NewSpanRecorder()
-			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-			defer func() { _ = tp.Shutdown(t.Context()) }()
+		for _, stream := range []bool{false, true} { // a stream is sent by call.openStream
+			t.Run(fmt.Sprintf("%s/stream=%v", tc.name, stream), func(t *testing.T) {
+				rec := tracetest.NewSpanRecorder()
+				tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+				defer func() { _ = tp.Shutdown(t.Context()) }()
 
-			s := fakeupstream.New(t, fakeupstream.Reply{Status: 500}, fakeupstream.Reply{Text: "ok"})
-			opts := fastOptions()
-			if tc.traceHTTP {
-				opts.TracerProvider = tp
-			}
-			r := newTestRegistry(t, s, opts, nil)
-			ctx, span := tp.Tracer("test").Start(t.Context(), "chat gpt-test")
-			_, err := r.Chat(ctx, userRequest("hi", false), nil)
-			span.End()
-			if err != nil {
-				t.Fatal(err)
-			}
+				s := fakeupstream.New(t, fakeupstream.Reply{Status: 500}, fakeupstream.Reply{Text: "ok"})
+				opts := fastOptions()
+				if tc.traceHTTP {
+					opts.TracerProvider = tp
+				}
+				r := newTestRegistry(t, s, opts, nil)
+				ctx, span := tp.Tracer("test").Start(t.Context(), "chat gpt-test")
+				_, err := r.Chat(ctx, userRequest("hi", stream), nil)
+				span.End()
+				if err != nil {
+					t.Fatal(err)
+				}
 
-			var posts []trace.SpanContext
-			for _, s := range rec.Ended() {
-				if s.Name() == "POST" {
-					posts = append(posts, s.SpanContext())
-					if s.Parent().SpanID() != span.SpanContext().SpanID() || s.SpanKind() != trace.SpanKindClient {
-						t.Errorf("POST span parent %s kind %s", s.Parent().SpanID(), s.SpanKind())
+				var posts []trace.SpanContext
+				for _, s := range rec.Ended() {
+					if s.Name() == "POST" {
+						posts = append(posts, s.SpanContext())
+						if s.Parent().SpanID() != span.SpanContext().SpanID() || s.SpanKind() != trace.SpanKindClient {
+							t.Errorf("POST span parent %s kind %s", s.Parent().SpanID(), s.SpanKind())
+						}
 					}
 				}
-			}
-			if len(posts) != tc.wantParents {
-				t.Fatalf("got %d POST spans, want %d", len(posts), tc.wantParents)
-			}
-			for i, req := range s.Requests() {
-				tp := req.Header.Get("Traceparent")
-				wantParent := span.SpanContext().SpanID()
-				if tc.traceHTTP {
-					wantParent = posts[i].SpanID()
+				if len(posts) != tc.wantParents {
+					t.Fatalf("got %d POST spans, want %d", len(posts), tc.wantParents)
 				}
-				want := "00-" + span.SpanContext().TraceID().String() + "-" + wantParent.String() + "-01"
-				if tp != want {
-					t.Errorf("request %d traceparent = %q, want %q", i, tp, want)
+				for i, req := range s.Requests() {
+					tp := req.Header.Get("Traceparent")
+					wantParent := span.SpanContext().SpanID()
+					if tc.traceHTTP {
+						wantParent = posts[i].SpanID()
+					}
+					want := "00-" + span.SpanContext().TraceID().String() + "-" + wantParent.String() + "-01"
+					if tp != want {
+						t.Errorf("request %d traceparent = %q, want %q", i, tp, want)
+					}
 				}
-			}
-		})
+			})
+		}
 	}
 }
 
 func TestNoTraceparentWithoutSpan(t *testing.T) {
-	s := fakeupstream.New(t, fakeupstream.Reply{Text: "ok"})
-	r := newTestRegistry(t, s, fastOptions(), nil)
-	if _, err := r.Chat(t.Context(), userRequest("hi", false), nil); err != nil {
-		t.Fatal(err)
-	}
-	if tp := s.Requests()[0].Header.Get("Traceparent"); tp != "" {
-		t.Errorf("traceparent %q sent with no active span", tp)
+	for _, stream := range []bool{false, true} {
+		s := fakeupstream.New(t, fakeupstream.Reply{Text: "ok"})
+		r := newTestRegistry(t, s, fastOptions(), nil)
+		if _, err := r.Chat(t.Context(), userRequest("hi", stream), nil); err != nil {
+			t.Fatal(err)
+		}
+		if tp := s.Requests()[0].Header.Get("Traceparent"); tp != "" {
+			t.Errorf("stream=%v: traceparent %q sent with no active span", stream, tp)
+		}
 	}
 }
 
 // Baggage alone, with no span, still reaches the provider: the propagator
 // is skipped only when the context holds neither.
 func TestBaggageWithoutSpanPropagates(t *testing.T) {
-	s := fakeupstream.New(t, fakeupstream.Reply{Text: "ok"})
+	s := fakeupstream.New(t, fakeupstream.Reply{Text: "ok"}, fakeupstream.Reply{Text: "ok"})
 	opts := fastOptions()
 	opts.Propagator = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 	r := newTestRegistry(t, s, opts, nil)
@@ -94,15 +99,17 @@ func TestBaggageWithoutSpanPropagates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Chat(baggage.ContextWithBaggage(t.Context(), b), userRequest("hi", false), nil); err != nil {
-		t.Fatal(err)
-	}
-	h := s.Requests()[0].Header
-	if got := h.Get("Baggage"); got != "tenant=acme" {
-		t.Errorf("baggage %q, want tenant=acme", got)
-	}
-	if tp := h.Get("Traceparent"); tp != "" {
-		t.Errorf("traceparent %q sent with no span", tp)
+	for i, stream := range []bool{false, true} {
+		if _, err := r.Chat(baggage.ContextWithBaggage(t.Context(), b), userRequest("hi", stream), nil); err != nil {
+			t.Fatal(err)
+		}
+		h := s.Requests()[i].Header
+		if got := h.Get("Baggage"); got != "tenant=acme" {
+			t.Errorf("stream=%v: baggage %q, want tenant=acme", stream, got)
+		}
+		if tp := h.Get("Traceparent"); tp != "" {
+			t.Errorf("stream=%v: traceparent %q sent with no span", stream, tp)
+		}
 	}
 }
 

@@ -1,11 +1,14 @@
 package providers
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -97,7 +100,7 @@ func (p propagator) RoundTrip(req *http.Request) (*http.Response, error) {
 	// trace or baggage in the context (tracing off) there is not, and the
 	// carrier, a map, is not even made (Options.Propagator).
 	ctx := req.Context()
-	if !trace.SpanContextFromContext(ctx).IsValid() && baggage.FromContext(ctx).Len() == 0 {
+	if !p.injects(ctx) {
 		return p.next.RoundTrip(req)
 	}
 	h := propagation.HeaderCarrier{}
@@ -110,6 +113,12 @@ func (p propagator) RoundTrip(req *http.Request) (*http.Response, error) {
 		req.Header[k] = v
 	}
 	return p.next.RoundTrip(req)
+}
+
+// injects reports whether ctx holds something to inject: a trace or
+// baggage, without which the W3C propagators inject nothing.
+func (p propagator) injects(ctx context.Context) bool {
+	return trace.SpanContextFromContext(ctx).IsValid() || baggage.FromContext(ctx).Len() != 0
 }
 
 // attempt sends the request of one attempt of one call (go-openai hands it
@@ -141,10 +150,40 @@ type attempt struct {
 	body io.ReadCloser
 	// answer is a non-streamed call's decoded answer.
 	answer *openai.ChatCompletionResponse
+
+	// hold makes Do keep a request ready to send in held, unsent (a
+	// stream's, which call.openStream sends); replay, when set, is what Do
+	// answers instead of sending anything.
+	hold   bool
+	held   *http.Request
+	replay *http.Response
 }
 
-// Do sends one request.
+// Do sends one request. For a stream's attempt (hold), it keeps the
+// request ready to send in held instead, and answers errRequestHeld:
+// call.openStream sends it. With replay set, it sends nothing and answers
+// that response, which go-openai then makes its error of.
 func (a *attempt) Do(req *http.Request) (*http.Response, error) {
+	if resp := a.replay; resp != nil {
+		a.replay = nil
+		return resp, nil
+	}
+	if err := a.prepare(req); err != nil {
+		return nil, err
+	}
+	if a.hold {
+		a.held = req
+		return nil, errRequestHeld
+	}
+	return a.send(req, false)
+}
+
+// errRequestHeld is what Do answers go-openai for a request it keeps in
+// the attempt (held), to be sent by call.openStream.
+var errRequestHeld = errors.New("request held")
+
+// prepare adds the provider's headers and the body patch to req.
+func (a *attempt) prepare(req *http.Request) error {
 	for k, v := range a.headers {
 		req.Header.Set(k, v)
 	}
@@ -157,33 +196,72 @@ func (a *attempt) Do(req *http.Request) (*http.Response, error) {
 		req.Header.Set("Accept-Encoding", "identity")
 	}
 	if a.patch != nil {
-		if err := a.patch.apply(req, a.bodies); err != nil {
-			return nil, err
-		}
+		return a.patch.apply(req, a.bodies)
 	}
+	return nil
+}
+
+// send sends req, through the attempt's client, or with direct straight
+// through its transport (roundTrip), and takes the answer (answered).
+// Tracing the attempt and taking its answer are in functions of their own,
+// which have returned or not yet begun while the request waits for its
+// answer: a direct send waits on the stream's own goroutine, whose stack
+// must stay small (issue 22).
+func (a *attempt) send(req *http.Request, direct bool) (*http.Response, error) {
 	var span trace.Span
 	if a.tracer != nil {
-		ctx, s := a.tracer.Start(req.Context(), "POST", trace.WithSpanKind(trace.SpanKindClient),
-			trace.WithAttributes(
-				attribute.String("http.request.method", http.MethodPost),
-				attribute.String("server.address", req.URL.Hostname()),
-				attribute.String("url.full", req.URL.Redacted()),
-			))
-		if port := req.URL.Port(); port != "" {
-			if n, err := strconv.Atoi(port); err == nil {
-				s.SetAttributes(attribute.Int("server.port", n))
-			}
-		}
-		span = s
-		req = req.WithContext(ctx)
+		req, span = a.startSpan(req)
 	}
-	resp, err := a.client.Do(req)
+	var resp *http.Response
+	var err error
+	if direct {
+		resp, err = a.roundTrip(req)
+	} else {
+		resp, err = a.client.Do(req)
+	}
 	if err != nil {
 		if span != nil {
 			a.endSpan(span, err)
 		}
 		return nil, err
 	}
+	if direct && redirected(resp.StatusCode) {
+		_ = resp.Body.Close()
+		if span != nil {
+			span.SetAttributes(attribute.Int("http.response.status_code", resp.StatusCode))
+			span.End()
+		}
+		return nil, errRedirected
+	}
+	return a.answered(resp, span)
+}
+
+// startSpan starts the attempt's client span; req is returned with it in
+// its context.
+//
+//go:noinline
+func (a *attempt) startSpan(req *http.Request) (*http.Request, trace.Span) {
+	ctx, s := a.tracer.Start(req.Context(), "POST", trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(
+			attribute.String("http.request.method", http.MethodPost),
+			attribute.String("server.address", req.URL.Hostname()),
+			attribute.String("url.full", req.URL.Redacted()),
+		))
+	if port := req.URL.Port(); port != "" {
+		if n, err := strconv.Atoi(port); err == nil {
+			s.SetAttributes(attribute.Int("server.port", n))
+		}
+	}
+	return req.WithContext(ctx), s
+}
+
+// answered takes the answer to the attempt's request: it remembers how the
+// provider answered, bounds what is read of an error body, decodes a whole
+// answer, and ends the span when the answer is over. An open stream is
+// answered errStreamOpened, its body in a.body.
+//
+//go:noinline
+func (a *attempt) answered(resp *http.Response, span trace.Span) (*http.Response, error) {
 	a.header = resp.Header
 	a.opened = resp.StatusCode >= 200 && resp.StatusCode < 300
 	switch {
@@ -219,6 +297,48 @@ func (a *attempt) Do(req *http.Request) (*http.Response, error) {
 	}
 	return resp, nil
 }
+
+// roundTrip is the client's Do for a request sent once: its transport
+// answers, and a failure is the error the client makes of it (a *url.Error
+// naming the method and the URL, its password masked). The client's own
+// frames, about 1.2 KB of stack (for redirects, which roundTrip leaves to
+// the caller: redirected), and the propagator's, when there is nothing to
+// inject, are not on the stack while the request waits for its answer.
+func (a *attempt) roundTrip(req *http.Request) (*http.Response, error) {
+	rt := a.client.Transport
+	if p, ok := rt.(propagator); ok && !p.injects(req.Context()) {
+		rt = p.next
+	}
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		return nil, &url.Error{Op: "Post", URL: maskPassword(req.URL), Err: err}
+	}
+	return resp, nil
+}
+
+// maskPassword is u as net/http's client names it in an error: a password
+// shows as ***.
+func maskPassword(u *url.URL) string {
+	if _, set := u.User.Password(); set {
+		return strings.Replace(u.String(), u.User.String()+"@", u.User.Username()+":***@", 1)
+	}
+	return u.String()
+}
+
+// redirected reports whether the client, sent an answer of this status,
+// could follow it to another address (http.Client's redirects).
+func redirected(status int) bool {
+	switch status {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther,
+		http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		return true
+	}
+	return false
+}
+
+// errRedirected is a direct send's answer that redirects: the attempt is
+// sent again through the client, which decides whether to follow it.
+var errRedirected = errors.New("redirected")
 
 // errStreamOpened is what Do answers go-openai once a stream is open: the
 // stream's body is read from the attempt (eventReader), and go-openai,
