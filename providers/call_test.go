@@ -517,6 +517,24 @@ func TestStreamIdleAndDeadlineShareATimer(t *testing.T) {
 	}
 }
 
+// TestSchemeMismatch: an https base URL at a server that answers in plain
+// HTTP fails as net/http's client says it, streamed or not.
+func TestSchemeMismatch(t *testing.T) {
+	s := fakeupstream.New(t)
+	r := newTestRegistry(t, s, fastOptions(), func(p *graphs.Provider) { p.BaseURL = strings.Replace(s.URL, "http://", "https://", 1) })
+	var texts []string
+	for _, stream := range []bool{false, true} {
+		_, err := r.Chat(t.Context(), userRequest("hi", stream), nil)
+		if !errors.Is(err, http.ErrSchemeMismatch) {
+			t.Errorf("stream=%v: err = %v, want http.ErrSchemeMismatch", stream, err)
+		}
+		texts = append(texts, fmt.Sprint(err))
+	}
+	if texts[0] != texts[1] {
+		t.Errorf("a stream failed with %q, a whole answer with %q", texts[1], texts[0])
+	}
+}
+
 // TestStreamWaitsForItsHeadersOnItsOwnGoroutine: while a stream's request
 // waits for the answer's headers, the goroutine waiting in net/http's
 // client is the caller's, and none aside (freshstack) waits with it: every

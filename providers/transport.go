@@ -2,13 +2,13 @@ package providers
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -300,9 +300,10 @@ func (a *attempt) answered(resp *http.Response, span trace.Span) (*http.Response
 
 // roundTrip is the client's Do for a request sent once: its transport
 // answers, and a failure is the error the client makes of it (a *url.Error
-// naming the method and the URL, its password masked). The client's own
-// frames, about 1.2 KB of stack (for redirects, which roundTrip leaves to
-// the caller: redirected), and the propagator's, when there is nothing to
+// naming the method and the URL; a URL with a user, which the client would
+// mask, never comes here: upstream.viaClient). The client's own frames,
+// about 1.2 KB of stack (for redirects, which roundTrip leaves to the
+// caller: redirected), and the propagator's, when there is nothing to
 // inject, are not on the stack while the request waits for its answer.
 func (a *attempt) roundTrip(req *http.Request) (*http.Response, error) {
 	rt := a.client.Transport
@@ -311,18 +312,12 @@ func (a *attempt) roundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp, err := rt.RoundTrip(req)
 	if err != nil {
-		return nil, &url.Error{Op: "Post", URL: maskPassword(req.URL), Err: err}
+		if tlsErr, ok := err.(tls.RecordHeaderError); ok && string(tlsErr.RecordHeader[:]) == "HTTP/" {
+			err = http.ErrSchemeMismatch // as the client says it
+		}
+		return nil, &url.Error{Op: "Post", URL: req.URL.String(), Err: err}
 	}
 	return resp, nil
-}
-
-// maskPassword is u as net/http's client names it in an error: a password
-// shows as ***.
-func maskPassword(u *url.URL) string {
-	if _, set := u.User.Password(); set {
-		return strings.Replace(u.String(), u.User.String()+"@", u.User.Username()+":***@", 1)
-	}
-	return u.String()
 }
 
 // redirected reports whether the client, sent an answer of this status,
