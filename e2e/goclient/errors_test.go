@@ -78,6 +78,29 @@ func TestErrors(t *testing.T) {
 		apiError(t, stream.Err(), http.StatusBadGateway, "upstream_error", "")
 	})
 
+	// A stream's attempt that the provider refuses with a 503 is retried
+	// (max_retries), and the client sees only the stream that follows.
+	t.Run("a stream retried after a 503", func(t *testing.T) {
+		f := newFake(t, fakeReply{Status: http.StatusServiceUnavailable, Text: "busy"}, fakeReply{StreamChunks: []string{"Hel", "lo"}})
+		stream := oa.Chat.Completions.NewStreaming(ctx, user("hi"))
+		defer stream.Close()
+		var acc openai.ChatCompletionAccumulator
+		for stream.Next() {
+			if !acc.AddChunk(stream.Current()) {
+				t.Fatalf("the accumulator refused %s", stream.Current().RawJSON())
+			}
+		}
+		if err := stream.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if len(acc.Choices) == 0 || acc.Choices[0].Message.Content != "Hello" {
+			t.Errorf("streamed text %+v, want Hello", acc.Choices)
+		}
+		if n := len(f.requests()); n != 2 {
+			t.Errorf("the upstream got %d requests, want 2 (the 503, then the stream)", n)
+		}
+	})
+
 	t.Run("error after a stream started", func(t *testing.T) {
 		newFake(t, fakeReply{StreamChunks: []string{"Hel", "lo"}, StreamError: "the model crashed"})
 		stream := oa.Chat.Completions.NewStreaming(ctx, user("hi"))
