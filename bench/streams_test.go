@@ -182,7 +182,7 @@ func TestStreamStackIsTheProxys(t *testing.T) {
 }
 
 // TestGCTrace reads the collection lines of this Go's runtime: the test's
-// own binary runs gcTraceHelper with the targets' GODEBUG, and what it
+// own binary runs TestGCTraceHelper with the targets' GODEBUG, and what it
 // writes on standard error must count the collections it forced, with
 // their CPU, and nothing of the other lines.
 func TestGCTrace(t *testing.T) {
@@ -205,8 +205,8 @@ func TestGCTrace(t *testing.T) {
 	garbled := "gc 9 @1.0s 1%: 1+2+3 ms clock, x+y ms cpu\n"
 	log := other + stderr.String() + garbled
 	n, cpu := gcTrace(log)
-	if n < 3 {
-		t.Errorf("%d collections read, want at least the helper's 3:\n%s", n, log)
+	if n != 3 {
+		t.Errorf("%d collections read, want the helper's 3:\n%s", n, log)
 	}
 	if cpu <= 0 {
 		t.Errorf("collections took %v of CPU:\n%s", cpu, log)
