@@ -237,13 +237,8 @@ func TestStreamedAndNonStreamedAgree(t *testing.T) {
 		t.Fatal(err)
 	}
 	newFake(t, script...)
-	var acc openai.ChatCompletionAccumulator
 	stream := oa.Chat.Completions.NewStreaming(context.Background(), user("the app crashes"))
-	for stream.Next() {
-		if !acc.AddChunk(stream.Current()) {
-			t.Fatalf("the accumulator refused %s", stream.Current().RawJSON())
-		}
-	}
+	acc := accumulate(t, stream)
 	if err := stream.Err(); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/ssestream"
 )
 
 // apiError asserts err is the SDK's *openai.Error with status and code,
@@ -31,6 +32,19 @@ func apiError(t *testing.T, err error, status int, code, param string) {
 	if e.Type != wantType {
 		t.Errorf("type %q, want %q", e.Type, wantType)
 	}
+}
+
+// accumulate reads a stream to its end into the SDK's accumulator, every
+// chunk of which it must take; the stream's error is the caller's to read.
+func accumulate(t *testing.T, stream *ssestream.Stream[openai.ChatCompletionChunk]) openai.ChatCompletionAccumulator {
+	t.Helper()
+	var acc openai.ChatCompletionAccumulator
+	for stream.Next() {
+		if !acc.AddChunk(stream.Current()) {
+			t.Fatalf("the accumulator refused %.200s", stream.Current().RawJSON())
+		}
+	}
+	return acc
 }
 
 func TestErrors(t *testing.T) {
@@ -84,12 +98,7 @@ func TestErrors(t *testing.T) {
 		f := newFake(t, fakeReply{Status: http.StatusServiceUnavailable, Text: "busy"}, fakeReply{StreamChunks: []string{"Hel", "lo"}})
 		stream := oa.Chat.Completions.NewStreaming(ctx, user("hi"))
 		defer stream.Close()
-		var acc openai.ChatCompletionAccumulator
-		for stream.Next() {
-			if !acc.AddChunk(stream.Current()) {
-				t.Fatalf("the accumulator refused %s", stream.Current().RawJSON())
-			}
-		}
+		acc := accumulate(t, stream)
 		if err := stream.Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -105,12 +114,7 @@ func TestErrors(t *testing.T) {
 		newFake(t, fakeReply{StreamChunks: []string{"Hel", "lo"}, StreamError: "the model crashed"})
 		stream := oa.Chat.Completions.NewStreaming(ctx, user("hi"))
 		defer stream.Close()
-		var acc openai.ChatCompletionAccumulator
-		for stream.Next() {
-			if !acc.AddChunk(stream.Current()) {
-				t.Fatalf("the accumulator refused %s", stream.Current().RawJSON())
-			}
-		}
+		acc := accumulate(t, stream)
 		// The SDK turns the error event into the stream's error.
 		if err := stream.Err(); err == nil {
 			t.Fatal("the stream ended without the error")
@@ -141,12 +145,7 @@ func TestErrors(t *testing.T) {
 		newFake(t, fakeReply{StreamChunks: []string{"Hel", "lo", overLine}})
 		stream := oa.Chat.Completions.NewStreaming(ctx, user("hi"))
 		defer stream.Close()
-		var acc openai.ChatCompletionAccumulator
-		for stream.Next() {
-			if !acc.AddChunk(stream.Current()) {
-				t.Fatalf("the accumulator refused %.200s", stream.Current().RawJSON())
-			}
-		}
+		acc := accumulate(t, stream)
 		if err := stream.Err(); err == nil || !strings.Contains(err.Error(), "response too large") {
 			t.Errorf("stream error %v, want it to say response too large", err)
 		}
