@@ -11,7 +11,7 @@
 // thousands of slow streams held open at once through the gateway and the
 // proxy, and writes its own section of the report.
 //
-//	go run ./bench -streams [-n 1000,5000,max] [-variants proxy,gateway,...] [-rounds 1] [-redis-pool N] [-profile DIR]
+//	go run ./bench -streams [-n 1000,5000,max] [-variants proxy,gateway,...] [-rounds 1] [-redis-pool N] [-profile DIR] [-gaps DIR]
 package main
 
 import (
@@ -64,6 +64,7 @@ func main() {
 	variants := flag.String("variants", strings.Join(streamVariants, ","), "-streams: targets, in order")
 	rounds := flag.Int("rounds", 1, "-streams: rounds (the median is reported)")
 	profile := flag.String("profile", "", "-streams: save pprof profiles of every row into this directory (a gateway built with pprof)")
+	gaps := flag.String("gaps", "", "-streams: save every gap of every row, with when it ended, into this directory")
 	gap := flag.Duration("gap", 200*time.Millisecond, "-streams: time between two chunks of a stream")
 	chunks := flag.Int("chunks", 25, "-streams: content chunks per stream")
 	ramp := flag.Duration("ramp", 2*time.Second, "-streams: every stream is opened within this time")
@@ -71,7 +72,7 @@ func main() {
 	flag.Parse()
 	if *streams {
 		o := streamOptions{redis: *redis, out: *out, rounds: max(*rounds, 1), ramp: *ramp, gap: *gap, chunks: max(*chunks, 2), maxStreams: maxStreams(), redisPool: *redisPool}
-		os.Exit(mainStreams(o, *counts, *variants, *profile))
+		os.Exit(mainStreams(o, *counts, *variants, *profile, *gaps))
 	}
 	o := defaults(*quick)
 	o.out, o.redis = *out, *redis
@@ -93,7 +94,7 @@ func main() {
 }
 
 // mainStreams runs the long-streams benchmark.
-func mainStreams(o streamOptions, counts, variants, profile string) int {
+func mainStreams(o streamOptions, counts, variants, profile, gaps string) int {
 	fail := func(err error) int {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		return 1
@@ -115,13 +116,11 @@ func mainStreams(o streamOptions, counts, variants, profile string) int {
 	if o.out != "" && !filepath.IsAbs(o.out) {
 		o.out = filepath.Join(root, o.out)
 	}
-	if profile != "" {
-		if o.profile, err = filepath.Abs(profile); err != nil {
-			return fail(err)
-		}
-		if err := os.MkdirAll(o.profile, 0o755); err != nil {
-			return fail(err)
-		}
+	if o.profile, err = outDir(profile); err != nil {
+		return fail(err)
+	}
+	if o.timeline, err = outDir(gaps); err != nil {
+		return fail(err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -218,4 +217,17 @@ func tail(s string, n int) string {
 		return s[len(s)-n:]
 	}
 	return s
+}
+
+// outDir makes dir, a directory for files a run writes, and returns its
+// absolute path; "" stays "", none asked for.
+func outDir(dir string) (string, error) {
+	if dir == "" {
+		return "", nil
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	return abs, os.MkdirAll(abs, 0o755)
 }

@@ -42,6 +42,7 @@ type streamOptions struct {
 	gap       time.Duration
 	chunks    int
 	profile   string // directory for pprof profiles of each phase; "" takes none
+	timeline  string // directory for every gap of each row with when it ended; "" keeps none
 	// maxStreams is what the open-file limit allows: a stream through a
 	// target holds two files in it.
 	maxStreams int
@@ -279,7 +280,7 @@ func (sb *streamBench) phase(ctx context.Context, variant string, n, round int) 
 		go func() {
 			defer wg.Done()
 			for range 4 {
-				if _, err := openStream(ctx, client, url, warm, nil, sb.o.chunks, nil); err != nil {
+				if _, err := openStream(ctx, client, url, warm, nil, sb.o.chunks, nil, false); err != nil {
 					mu.Lock()
 					warmErr = err
 					mu.Unlock()
@@ -363,7 +364,14 @@ func (sb *streamBench) phase(ctx context.Context, variant string, n, round int) 
 			return map[string]string{"X-Session-Id": sb.prefix + "-" + strconv.Itoa(round) + "-" + strconv.Itoa(n) + "-" + strconv.Itoa(i)}
 		}
 	}
-	res := holdStreams(ctx, client, url, body, header, n, sb.o.ramp, sb.o.chunks, &open)
+	res := holdStreams(ctx, client, url, body, header, n, sb.o.ramp, sb.o.chunks, &open, sb.o.timeline != "")
+	if sb.o.timeline != "" {
+		path := filepath.Join(sb.o.timeline, fmt.Sprintf("%s-%d-r%d.gaps.tsv", variant, n, round))
+		if err := writeTimeline(path, res.timeline); err != nil {
+			fmt.Fprintf(sb.progress, "  gaps: %v\n", err)
+		}
+		fmt.Fprintf(sb.progress, "  gaps over %v, by when they ended: %s\n", 2*sb.o.gap, lateGaps(res.timeline, 2*sb.o.gap, 500*time.Millisecond))
+	}
 	cpu1, err := p.cpu()
 	if err != nil {
 		return nil, err

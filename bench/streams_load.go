@@ -42,16 +42,24 @@ type held struct {
 	errs    []string // a few distinct reasons for drops
 	gaps    []time.Duration
 	firsts  []time.Duration
+	// timeline is every gap with when it ended, in no order: kept only
+	// when holdStreams is asked for it.
+	timeline []gapAt
 }
 
+// gapAt is a gap between two content chunks of a stream, and when it ended
+// from the first stream's request.
+type gapAt struct{ at, gap time.Duration }
+
 // holdStreams opens n streams, stream i at ramp*i/n, and waits for all of
-// them to end.
+// them to end; with timeline, it keeps when each gap ended too.
 func holdStreams(ctx context.Context, c *http.Client, url string, body []byte, header func(int) map[string]string,
-	n int, ramp time.Duration, chunks int, open *gauge) held {
+	n int, ramp time.Duration, chunks int, open *gauge, timeline bool) held {
 	type one struct {
 		err   error
 		first time.Duration
 		gaps  []time.Duration
+		ends  []time.Time
 	}
 	results := make([]one, n)
 	var wg sync.WaitGroup
@@ -63,8 +71,8 @@ func holdStreams(ctx context.Context, c *http.Client, url string, body []byte, h
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			st, err := openStream(ctx, c, url, body, header(i), chunks, open)
-			results[i] = one{err: err, first: st.first, gaps: st.gaps}
+			st, err := openStream(ctx, c, url, body, header(i), chunks, open, timeline)
+			results[i] = one{err: err, first: st.first, gaps: st.gaps, ends: st.ends}
 		}()
 	}
 	wg.Wait()
@@ -79,6 +87,9 @@ func holdStreams(ctx context.Context, c *http.Client, url string, body []byte, h
 		}
 		h.firsts = append(h.firsts, r.first)
 		h.gaps = append(h.gaps, r.gaps...)
+		for k, end := range r.ends {
+			h.timeline = append(h.timeline, gapAt{at: end.Sub(t0), gap: r.gaps[k]})
+		}
 	}
 	slices.Sort(h.gaps)
 	slices.Sort(h.firsts)
@@ -86,10 +97,11 @@ func holdStreams(ctx context.Context, c *http.Client, url string, body []byte, h
 }
 
 // streamTimes are one stream's first content chunk, from the request, and
-// the gaps between its content chunks.
+// the gaps between its content chunks (and, when asked, when each ended).
 type streamTimes struct {
 	first time.Duration
 	gaps  []time.Duration
+	ends  []time.Time
 }
 
 var contentMark = []byte(`"content":"`)
@@ -97,8 +109,8 @@ var contentMark = []byte(`"content":"`)
 // openStream sends one streamed request and reads it to [DONE]; a stream
 // with other than chunks content chunks, or without [DONE], failed. open
 // (nil: none) counts it from its first content chunk to its end, and in
-// flight from its request.
-func openStream(ctx context.Context, c *http.Client, url string, body []byte, header map[string]string, chunks int, open *gauge) (streamTimes, error) {
+// flight from its request. With ends, it keeps when each gap ended.
+func openStream(ctx context.Context, c *http.Client, url string, body []byte, header map[string]string, chunks int, open *gauge, ends bool) (streamTimes, error) {
 	if open != nil {
 		open.inflight.Add(1)
 		defer open.inflight.Add(-1)
@@ -110,6 +122,9 @@ func openStream(ctx context.Context, c *http.Client, url string, body []byte, he
 	}
 	defer resp.Body.Close()
 	st := streamTimes{gaps: make([]time.Duration, 0, chunks-1)}
+	if ends {
+		st.ends = make([]time.Time, 0, chunks-1)
+	}
 	r := bufio.NewReader(resp.Body)
 	var last time.Time
 	n, done := 0, false
@@ -133,6 +148,9 @@ func openStream(ctx context.Context, c *http.Client, url string, body []byte, he
 				defer open.add(-1)
 			} else {
 				st.gaps = append(st.gaps, now.Sub(last))
+				if ends {
+					st.ends = append(st.ends, now)
+				}
 			}
 			last = now
 			n++

@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	goruntime "runtime"
+	"slices"
 	"strings"
 	"time"
 )
@@ -143,4 +145,36 @@ func keptStreams(path string) string {
 		return ""
 	}
 	return "\n" + s[i:i+j+len(streamsEnd)] + "\n"
+}
+
+// writeTimeline writes every gap of a row, one a line: when it ended, from
+// the row's first request, and how long it was, both in ms.
+func writeTimeline(path string, tl []gapAt) error {
+	var b strings.Builder
+	b.WriteString("end_ms\tgap_ms\n")
+	for _, g := range tl {
+		fmt.Fprintf(&b, "%.1f\t%.1f\n", float64(g.at)/1e6, float64(g.gap)/1e6)
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+// lateGaps counts the gaps over over by the bucket of the row in which they
+// ended: "1.0 s: 436, 1.5 s: 1451" (a bucket named by its start; none
+// without such a gap), or "none".
+func lateGaps(tl []gapAt, over, bucket time.Duration) string {
+	counts := map[int]int{}
+	for _, g := range tl {
+		if g.gap > over {
+			counts[int(g.at/bucket)]++
+		}
+	}
+	if len(counts) == 0 {
+		return "none"
+	}
+	keys := slices.Sorted(maps.Keys(counts))
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%.1f s: %d", (time.Duration(k) * bucket).Seconds(), counts[k])
+	}
+	return strings.Join(parts, ", ")
 }

@@ -33,13 +33,13 @@ func TestStreamsHarness(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := streamOptions{root: root, out: out, redis: "127.0.0.1:6379", ns: []int{20}, variants: streamVariants, rounds: 1,
-		ramp: 200 * time.Millisecond, gap: 20 * time.Millisecond, chunks: 5, maxStreams: maxStreams()}
+		ramp: 200 * time.Millisecond, gap: 20 * time.Millisecond, chunks: 5, maxStreams: maxStreams(), timeline: t.TempDir()}
 	wantRedis := redisUp(o.redis)
 	if !wantRedis && os.Getenv("CI") == "true" {
 		t.Fatal("Redis is not reachable at 127.0.0.1:6379")
 	}
-	var stdout bytes.Buffer
-	if err := runStreams(t.Context(), o, &stdout, io.Discard); err != nil {
+	var stdout, progress bytes.Buffer
+	if err := runStreams(t.Context(), o, &stdout, &progress); err != nil {
 		t.Fatalf("runStreams: %v", err)
 	}
 	b, err := os.ReadFile(out)
@@ -86,6 +86,61 @@ func TestStreamsHarness(t *testing.T) {
 	}
 	if strings.Contains(report, "NaN") || strings.Contains(report, "Inf") {
 		t.Errorf("report holds a non-number:\n%s", report)
+	}
+	// With a timeline directory, every row leaves every gap of its 20
+	// streams (4 each), ended within the row, and says where the long
+	// ones fell.
+	for _, v := range variants {
+		checkTimeline(t, filepath.Join(o.timeline, v+"-20-r0.gaps.tsv"), 20*4)
+	}
+	if got, want := strings.Count(progress.String(), "  gaps over 40ms, by when they ended: "), len(variants); got != want {
+		t.Errorf("%d rows said where their long gaps fell, want %d:\n%s", got, want, progress.String())
+	}
+}
+
+// checkTimeline checks a row's gaps file: a header, then lines lines of an
+// end and a gap, both in ms, each gap ending after the row began. (A gap
+// may be near zero: a late chunk and the next can come in one read.)
+func checkTimeline(t *testing.T, path string, lines int) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	rows := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	if rows[0] != "end_ms\tgap_ms" || len(rows) != lines+1 {
+		t.Errorf("%s: header %q and %d lines, want %d", path, rows[0], len(rows)-1, lines)
+		return
+	}
+	for _, row := range rows[1:] {
+		end, gap, ok := strings.Cut(row, "\t")
+		e, err1 := strconv.ParseFloat(end, 64)
+		g, err2 := strconv.ParseFloat(gap, 64)
+		if !ok || err1 != nil || err2 != nil || g < 0 || e+0.1 < g {
+			t.Errorf("%s: line %q", path, row)
+			return
+		}
+	}
+}
+
+// TestLateGaps checks how the long gaps of a row are counted by when they
+// ended.
+func TestLateGaps(t *testing.T) {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	tl := []gapAt{{ms(100), ms(200)}, {ms(1200), ms(500)}, {ms(1499), ms(401)}, {ms(1500), ms(900)}, {ms(1600), ms(400)}, {ms(3100), ms(450)}}
+	if got, want := lateGaps(tl, ms(400), ms(500)), "1.0 s: 2, 1.5 s: 1, 3.0 s: 1"; got != want {
+		t.Errorf("lateGaps = %q, want %q", got, want)
+	}
+	if got := lateGaps(tl[:1], ms(400), ms(500)); got != "none" {
+		t.Errorf("lateGaps without a long gap = %q, want none", got)
+	}
+	path := filepath.Join(t.TempDir(), "gaps.tsv")
+	if err := writeTimeline(path, tl); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); !strings.HasPrefix(string(b), "end_ms\tgap_ms\n100.0\t200.0\n1200.0\t500.0\n") {
+		t.Errorf("timeline file:\n%s", b)
 	}
 }
 
