@@ -10,7 +10,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/pprof"
 	"os"
@@ -22,6 +21,7 @@ import (
 	"github.com/switchboard-ai/switchboard/graphs"
 	"github.com/switchboard-ai/switchboard/internal/app"
 	"github.com/switchboard-ai/switchboard/internal/gctune"
+	"github.com/switchboard-ai/switchboard/internal/listen"
 	"github.com/switchboard-ai/switchboard/providers"
 )
 
@@ -33,20 +33,20 @@ func main() {
 	// --config FILE --listen ADDR.
 	fs := flag.NewFlagSet("gwprof", flag.ExitOnError)
 	config := fs.String("config", "", "config file")
-	listen := fs.String("listen", "127.0.0.1:0", "listen address")
+	addr := fs.String("listen", "127.0.0.1:0", "listen address")
 	args := os.Args[1:]
 	if len(args) > 0 && args[0] == "serve" {
 		args = args[1:]
 	}
 	_ = fs.Parse(args)
 	defer gctune.Auto(os.Getenv)() // as serve does
-	if err := run(*config, *listen); err != nil {
+	if err := run(*config, *addr); err != nil {
 		fmt.Fprintln(os.Stderr, "gwprof:", err)
 		os.Exit(1)
 	}
 }
 
-func run(config, listen string) error {
+func run(config, addr string) error {
 	cfg, err := graphs.LoadFile(config, providers.Builtin(os.Getenv), os.Getenv)
 	if err != nil {
 		return err
@@ -70,16 +70,26 @@ func run(config, listen string) error {
 			gw.ServeHTTP(w, r)
 		}
 	})
-	ln, err := net.Listen("tcp", listen)
+	// The sockets `switchboard serve` listens on, each with its own
+	// accept loop: how new connections reach the scheduler is part of
+	// what a profile of the ramp shows.
+	lns, err := listen.Listen(addr, listen.Sockets())
 	if err != nil {
 		return err
 	}
 	// As `switchboard serve` does: the harness reads the address here.
-	log.Info("switchboard listening", "addr", ln.Addr().String())
+	log.Info("switchboard listening", "addr", lns[0].Addr().String())
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() { <-ctx.Done(); _ = srv.Close() }()
-	if err := srv.Serve(ln); err != http.ErrServerClosed {
-		return err
+	errs := make(chan error, len(lns))
+	for _, ln := range lns {
+		go func() { errs <- srv.Serve(ln) }()
+	}
+	for range lns {
+		if err := <-errs; err != http.ErrServerClosed {
+			_ = srv.Close()
+			return err
+		}
 	}
 	return nil
 }
