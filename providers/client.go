@@ -144,6 +144,7 @@ func (r *Registry) Transport(provider string) http.RoundTripper {
 // are not affected.
 func (r *Registry) Close() {
 	for _, u := range r.upstreams {
+		u.trim.stop()
 		u.transport.CloseIdleConnections()
 	}
 }
@@ -159,6 +160,7 @@ type upstream struct {
 	maxRetries int
 	baseDelay  time.Duration
 	transport  *http.Transport
+	trim       *idleTrim // closes transport's idle connections after a burst
 	httpc      *http.Client
 	oc         *openai.Client // sends through the call's attempt (attemptDoer)
 	tracer     trace.Tracer
@@ -212,7 +214,9 @@ func newUpstream(name string, p graphs.Provider, opts Options, tracer trace.Trac
 		}
 	}
 	tr := newTransport(timeout)
+	trim := newIdleTrim(tr)
 	return &upstream{
+		trim:        trim,
 		maxResponse: maxResponse,
 		drainWait:   drainWait,
 		viaClient:   base.User != nil,
@@ -229,7 +233,7 @@ func newUpstream(name string, p graphs.Provider, opts Options, tracer trace.Trac
 		transport:   tr,
 		// No client timeout: it would cut long streams. The call's
 		// context bounds each call instead.
-		httpc:  &http.Client{Transport: propagator{next: tr, prop: opts.Propagator}},
+		httpc:  &http.Client{Transport: propagator{next: tr, prop: opts.Propagator, trim: trim}},
 		oc:     newClient(p.APIKey, p.BaseURL),
 		tracer: tracer,
 		log:    opts.Logger,

@@ -88,13 +88,16 @@ const readBuffer = 1 << 10
 
 // propagator injects the trace context of the request's context into its
 // headers, so the provider's spans (when it traces) join the run's trace.
+// It also counts what it sends for the pool's trim.
 type propagator struct {
 	next http.RoundTripper
 	prop propagation.TextMapPropagator
+	trim *idleTrim
 }
 
 // RoundTrip injects, then sends.
 func (p propagator) RoundTrip(req *http.Request) (*http.Response, error) {
+	p.trim.sending()
 	// A RoundTripper must not modify the caller's request, so the request
 	// is cloned, but only when there is something to inject: without a
 	// trace or baggage in the context (tracing off) there is not, and the
@@ -308,6 +311,7 @@ func (a *attempt) answered(resp *http.Response, span trace.Span) (*http.Response
 func (a *attempt) roundTrip(req *http.Request) (*http.Response, error) {
 	rt := a.client.Transport
 	if p, ok := rt.(propagator); ok && !p.injects(req.Context()) {
+		p.trim.sending() // as p.RoundTrip would
 		rt = p.next
 	}
 	resp, err := rt.RoundTrip(req)
