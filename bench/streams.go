@@ -425,10 +425,15 @@ func (sb *streamBench) phase(ctx context.Context, variant string, n, round int) 
 	return out, nil
 }
 
-// closeIdle closes the idle connections of the load generator and of the
-// upstream, so that the target's pools empty.
-func (sb *streamBench) closeIdle(client *http.Client) error {
+// closeIdle closes the idle connections of the load generator (its
+// streams', and the scrapes' and profile fetches' of http.DefaultClient)
+// and, with upstream, of the upstream, so that the target's pools empty.
+func (sb *streamBench) closeIdle(client *http.Client, upstream bool) error {
 	client.CloseIdleConnections()
+	http.DefaultClient.CloseIdleConnections()
+	if !upstream {
+		return nil
+	}
 	resp, err := http.Post(sb.up.base+"/close-idle", "text/plain", nil)
 	if err != nil {
 		return fmt.Errorf("close idle upstream connections: %w", err)
@@ -452,14 +457,19 @@ func (sb *streamBench) profiles(p *proc, variant string, n, round int) {
 
 // settledGoroutines waits until p's goroutines are down to floor (10 s at
 // most) or, with floor 0, have not moved for a second, closing the idle
-// connections of both sides again every second (a connection may turn idle
-// after the last close). It returns their number and the wait.
+// connections of the load generator again every second (a connection may
+// turn idle after the last close). With floor 0 (the base, before a row)
+// it closes the upstream's too, so that the row starts from empty pools;
+// after a row, the connections the target holds to the upstream are its
+// own to close: a gateway that nobody calls again must go back to its
+// base by itself (issue 22), with no provider closing them for it. It
+// returns their number and the wait.
 func (sb *streamBench) settledGoroutines(p *proc, client *http.Client, floor int) (int, time.Duration, error) {
 	t0 := time.Now()
 	last, still := -1, 0
 	for i := 0; ; i++ {
 		if i%10 == 0 {
-			if err := sb.closeIdle(client); err != nil {
+			if err := sb.closeIdle(client, floor == 0); err != nil {
 				return 0, 0, err
 			}
 		}

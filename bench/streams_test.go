@@ -33,7 +33,7 @@ func TestStreamsHarness(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := streamOptions{root: root, out: out, redis: "127.0.0.1:6379", ns: []int{20}, variants: streamVariants, rounds: 1,
-		ramp: 200 * time.Millisecond, gap: 20 * time.Millisecond, chunks: 5, maxStreams: maxStreams(), timeline: t.TempDir()}
+		ramp: 50 * time.Millisecond, gap: 20 * time.Millisecond, chunks: 5, maxStreams: maxStreams(), timeline: t.TempDir()}
 	wantRedis := redisUp(o.redis)
 	if !wantRedis && os.Getenv("CI") == "true" {
 		t.Fatal("Redis is not reachable at 127.0.0.1:6379")
@@ -77,6 +77,18 @@ func TestStreamsHarness(t *testing.T) {
 		}
 		if _, err := strconv.Atoi(cols[14]); err != nil {
 			t.Errorf("%s: collections %q", cols[1], cols[14])
+		}
+		// A gateway goes back to the goroutines it had before the row by
+		// itself: the upstream keeps its side of every idle connection
+		// open, and 20 streams at once (opened within 50 ms, each 100 ms
+		// long) are a burst (providers' trimFloor).
+		base, after, ok := strings.Cut(cols[12], " → ")
+		b, err1 := strconv.Atoi(base)
+		a, err2 := strconv.Atoi(after)
+		if !ok || err1 != nil || err2 != nil {
+			t.Errorf("%s: goroutines %q", cols[1], cols[12])
+		} else if strings.HasPrefix(cols[1], "gateway") && a > b {
+			t.Errorf("%s: %d goroutines after the row, %d before: its idle provider connections stayed open", cols[1], a, b)
 		}
 	}
 	for _, want := range []string{"| 20 | RSS per stream, KB |", "| 20 | dropped streams | 0 | 0 | 0 | yes |"} {
