@@ -2,7 +2,9 @@
 # jaeger.sh build|start|stop|status - a local Jaeger for trace tests and demos.
 #
 #   build   compiles Jaeger (pinned in tools/jaeger/go.mod) into .cache/bin/jaeger;
-#           skipped when it was built from the current tools/jaeger/go.mod and go.sum
+#           skipped when it was built from the current tools/jaeger/go.mod and go.sum;
+#           one build at a time (scripts/warm.sh may be running one in the
+#           background): a second waits for the first and finds the binary built
 #   start   builds if needed, starts Jaeger in the background with
 #           tools/jaeger/config.yaml (in-memory storage, 127.0.0.1 only) and
 #           waits until the OTLP receiver and the query API answer
@@ -41,7 +43,14 @@ pin() {
 	cat "$root/tools/jaeger/go.mod" "$root/tools/jaeger/go.sum" | sha256sum | cut -d' ' -f1
 }
 
+# build runs build_locked under a lock on .cache/jaeger.build.lock, in a
+# process of its own so that the lock goes with it and Jaeger, started
+# later by this script, does not inherit it.
 build() {
+	flock "$cache/jaeger.build.lock" bash "${BASH_SOURCE[0]}" build-locked
+}
+
+build_locked() {
 	local stamp="$bin.pin"
 	if [[ -x "$bin" && -f "$stamp" && "$(cat "$stamp")" == "$(pin)" ]]; then
 		return 0
@@ -158,6 +167,7 @@ status() {
 
 case "${1:-}" in
 build | start | stop | status) "$1" ;;
+build-locked) build_locked ;;
 *)
 	echo "usage: $0 build|start|stop|status" >&2
 	exit 2
