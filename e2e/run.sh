@@ -69,15 +69,8 @@ if [[ -n ${E2E_BIN_DIR:-} ]]; then
     ln -s "$E2E_BIN_DIR/$bin" "$work/$bin"
   done
 else
-  log "building binaries into $work"
-  (cd "$root" && go build -o "$work/switchboard" ./cmd/switchboard \
-              && go build -o "$work/fakeupstream" ./internal/fakeupstream/cmd/fakeupstream)
-  # The Go judges, each compiled once: openai-go is a large package, and
-  # its own test binary (built from the module zip) is larger still.
-  log "building the Go suite and openai-go's tests"
-  (cd "$here/goclient" && go vet . \
-              && go test -c -o "$work/goclient.test" . \
-              && go test -c -vet=off -o "$work/openai-go.test" github.com/openai/openai-go/v3)
+  log "building binaries and the Go judges into $work (e2e/build.sh)"
+  bash "$here/build.sh" "$work"
 fi
 
 if [[ ! -d $here/node_modules/openai || ! -d $here/node_modules/compatcanary || ! -d $here/node_modules/@modelcontextprotocol/sdk ]]; then

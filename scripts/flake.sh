@@ -38,12 +38,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 log "building binaries into $work/bin"
-mkdir -p "$work/bin"
-(cd "$root" && go build -o "$work/bin/switchboard" ./cmd/switchboard \
-            && go build -o "$work/bin/fakeupstream" ./internal/fakeupstream/cmd/fakeupstream)
-# The Go suite of e2e/run.sh and openai-go's own tests (see e2e/run.sh).
-(cd "$root/e2e/goclient" && go test -c -o "$work/bin/goclient.test" . \
-            && go test -c -vet=off -o "$work/bin/openai-go.test" github.com/openai/openai-go/v3)
+bash "$root/e2e/build.sh" "$work/bin"
 if [[ ! -d $root/e2e/node_modules/openai || ! -d $root/e2e/node_modules/compatcanary ]]; then
   log "installing node dependencies (npm ci)"
   (cd "$root/e2e" && npm ci --no-audit --no-fund)

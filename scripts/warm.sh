@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # warm.sh: fills the Go module and build caches for the suite's heaviest
 # builds, so that on a fresh machine they compile while the unit tests run
-# rather than after them: the Go judges of e2e/run.sh (openai-go and its
-# tests), Jaeger (scripts/jaeger.sh build) and Helm (scripts/helm-check.sh
+# rather than after them: the binaries and Go judges of e2e/run.sh
+# (e2e/build.sh), Jaeger (scripts/jaeger.sh build) and Helm (scripts/helm-check.sh
 # warm). On a fresh machine these took about 10 of CI's 24 minutes, most
 # of it compiling; with warm caches they take seconds.
 #
@@ -41,10 +41,8 @@ step() {
   fi
 }
 
-# The same builds as e2e/run.sh's, which finds them in the build cache.
-step e2e-judges bash -c 'cd e2e/goclient && go vet . &&
-  go test -c -o "$1/goclient.test" . &&
-  go test -c -vet=off -o "$1/openai-go.test" github.com/openai/openai-go/v3' _ "$tmp"
-rm -f "$tmp"/*.test
+# e2e/run.sh's own builds, which it then finds in the build cache.
+step e2e-judges bash e2e/build.sh "$tmp/e2e"
+rm -rf "$tmp/e2e"
 step jaeger bash scripts/jaeger.sh build
 step helm bash scripts/helm-check.sh warm
