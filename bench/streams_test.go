@@ -33,7 +33,7 @@ func TestStreamsHarness(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := streamOptions{root: root, out: out, redis: "127.0.0.1:6379", ns: []int{20}, variants: streamVariants, rounds: 1,
-		ramp: 50 * time.Millisecond, gap: 20 * time.Millisecond, chunks: 5, maxStreams: maxStreams(), timeline: t.TempDir()}
+		ramp: 50 * time.Millisecond, gap: 50 * time.Millisecond, chunks: 5, maxStreams: maxStreams(), timeline: t.TempDir()}
 	wantRedis := redisUp(o.redis)
 	if !wantRedis && os.Getenv("CI") == "true" {
 		t.Fatal("Redis is not reachable at 127.0.0.1:6379")
@@ -80,8 +80,12 @@ func TestStreamsHarness(t *testing.T) {
 		}
 		// A gateway goes back to the goroutines it had before the row by
 		// itself: the upstream keeps its side of every idle connection
-		// open, and 20 streams at once (opened within 50 ms, each 100 ms
-		// long) are a burst (providers' trimFloor).
+		// open, and 20 streams at once are a burst (more than providers'
+		// trimFloor dialed). Each stream holds its provider connection for
+		// 200 ms or more and all are requested within 50 ms, so a stream
+		// could take over another's connection only if the gateway sent it
+		// on 150 ms after that one (four such would be needed): far more
+		// than 20 openings take, even under -race on a busy machine.
 		base, after, ok := strings.Cut(cols[12], " → ")
 		b, err1 := strconv.Atoi(base)
 		a, err2 := strconv.Atoi(after)
@@ -105,7 +109,7 @@ func TestStreamsHarness(t *testing.T) {
 	for _, v := range variants {
 		checkTimeline(t, filepath.Join(o.timeline, v+"-20-r0.gaps.tsv"), 20*4)
 	}
-	if got, want := strings.Count(progress.String(), "  gaps over 40ms, by when they ended: "), len(variants); got != want {
+	if got, want := strings.Count(progress.String(), "  gaps over 100ms, by when they ended: "), len(variants); got != want {
 		t.Errorf("%d rows said where their long gaps fell, want %d:\n%s", got, want, progress.String())
 	}
 }
