@@ -245,8 +245,11 @@ func TestInlineDecisionSurvivesATrip(t *testing.T) {
 	stores(t, func(t *testing.T, storeURL string) {
 		fake := fakeupstream.New(t, askLookup(
 			fakeupstream.Reply{Text: "Your card is 4111 1111 1111 1111."},
+			fakeupstream.Reply{Text: "Still 4111 1111 1111 1111."},
+			fakeupstream.Reply{Text: "Two charges of 42 USD."},
 		)...)
-		gw := guardedGatedDesk(t, storeURL, fake)
+		tools := newToolServer(t)
+		gw := guardedGatedDeskWith(t, storeURL, fake, tools)
 		id := newSessionID(t)
 		a := paused(t, gw, gwtest.User("support", "why two charges?"), acme(id), "lookup_charges", `{}`)
 		body := emptyTurn()
@@ -260,6 +263,77 @@ func TestInlineDecisionSurvivesATrip(t *testing.T) {
 		}
 		if r := decideOne(gw, id, a.ID, acme(id), map[string]any{"approve": false}); r.Status != http.StatusConflict {
 			t.Errorf("deciding it again: %d %s", r.Status, r.Body)
+		}
+		// The approved call ran once, and its result is kept though the
+		// run tripped after it: the session's next requests, tripped or
+		// not, do not run it again.
+		if c := completion(t, gw, gwtest.User("support", "and now?"), acme(id)); c.Choices[0].FinishReason != "content_filter" {
+			t.Fatalf("the second run did not trip: %+v", c)
+		}
+		if c := completion(t, gw, gwtest.User("support", "and the amount?"), acme(id)); c.Text() != "Two charges of 42 USD." {
+			t.Fatalf("the third run: %q", c.Text())
+		}
+		if n := len(tools.got("/charges")); n != 1 {
+			t.Errorf("the approved tool ran %d times, want once", n)
+		}
+		reqs := fake.Requests()
+		if last := reqs[len(reqs)-1]; !strings.Contains(toolResults(last)["l1"], "ch_1") {
+			t.Errorf("the approved call's result is not in the transcript: %v", toolResults(last))
+		}
+	})
+}
+
+// A turn with two calls to approve resumes once both are decided: with
+// one approved and the other pending, the next request runs nothing of
+// the turn, not even the approved call, and answers the pause again,
+// listing the pending one (CONTRACT §6).
+func TestTurnResumesOnceEveryApprovalIsDecided(t *testing.T) {
+	stores(t, func(t *testing.T, storeURL string) {
+		gw, fake, tools := gatedDesk(t, storeURL,
+			fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("c1", "transfer_to_billing", `{}`)}},
+			fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{
+				toolCall("l1", "lookup_charges", `{"month":"may"}`),
+				toolCall("l2", "lookup_charges", `{"month":"june"}`),
+			}},
+			fakeupstream.Reply{Text: "Two charges in May, none in June."},
+		)
+		id := newSessionID(t)
+		r := gw.Chat(gwtest.User("support", "my charges?"), acme(id))
+		var p pausedReply
+		r.Decode(t, &p)
+		if len(p.Metadata.Approvals) != 2 {
+			t.Fatalf("want two approvals: %s", r.Body)
+		}
+		first, second := p.Metadata.Approvals[0], p.Metadata.Approvals[1]
+		if r := decideOne(gw, id, first.ID, acme(id), map[string]any{"approve": true}); r.Status != http.StatusOK {
+			t.Fatalf("decide: %d %s", r.Status, r.Body)
+		}
+		again := paused(t, gw, emptyTurn(), acme(id), "lookup_charges", string(second.Arguments))
+		if again.ID != second.ID {
+			t.Errorf("the pause lists %s, want the pending %s", again.ID, second.ID)
+		}
+		if got := tools.got("/charges"); len(got) != 0 {
+			t.Fatalf("the approved call ran while its turn waited: %v", got)
+		}
+		if n := len(fake.Requests()); n != 2 {
+			t.Fatalf("%d provider calls, want 2", n)
+		}
+		_, s := getSessionAs(t, gw, id, acme(id))
+		if len(s.PendingApprovals) != 1 || s.PendingApprovals[0].ID != second.ID {
+			t.Errorf("pendingApprovals %+v", s.PendingApprovals)
+		}
+		body := emptyTurn()
+		body["approvals"] = []any{map[string]any{"id": second.ID, "approve": false, "reason": "not June"}}
+		if c := completion(t, gw, body, acme(id)); c.Text() != "Two charges in May, none in June." {
+			t.Fatalf("resumed: %q", c.Text())
+		}
+		if got := tools.got("/charges"); len(got) != 1 || !strings.Contains(got[0], "may") {
+			t.Errorf("tool calls %v, want the approved one once", got)
+		}
+		reqs := fake.Requests()
+		results := toolResults(reqs[len(reqs)-1])
+		if !strings.Contains(results["l1"], "ch_1") || !strings.Contains(results["l2"], "not June") {
+			t.Errorf("results %v", results)
 		}
 	})
 }
@@ -330,10 +404,16 @@ const noCards = "guardrails:\n  no_cards:\n    regex: '\\b(?:\\d[ -]?){13,16}\\b
 // guardrail, on a store, answered by fake (strict).
 func guardedGatedDesk(t *testing.T, storeURL string, fake *fakeupstream.Server) *gwtest.Gateway {
 	t.Helper()
+	return guardedGatedDeskWith(t, storeURL, fake, newToolServer(t))
+}
+
+// guardedGatedDeskWith is guardedGatedDesk calling tools.
+func guardedGatedDeskWith(t *testing.T, storeURL string, fake *fakeupstream.Server, tools *toolServer) *gwtest.Gateway {
+	t.Helper()
 	fake.SetStrict(true)
 	yaml := strings.Replace(gatedYAML(storeURL), "    permissions:\n      - {tool: escalate_refund, action: ask}\n",
 		"    output_guardrails: [no_cards]\n    permissions:\n      - {tool: escalate_refund, action: ask}\n", 1) + noCards
-	return gwtest.Start(t, yaml, map[string]string{"FAKE_URL": fake.URL, "TOOLS_URL": newToolServer(t).URL})
+	return gwtest.Start(t, yaml, map[string]string{"FAKE_URL": fake.URL, "TOOLS_URL": tools.URL})
 }
 
 // A new message that an input guardrail stops leaves the session as it

@@ -158,12 +158,16 @@ func (rn *run) resumeTurn(ctx context.Context, call *AgentCall) (done bool, err 
 		// The resumed turn ran calls (approved ones, a waiting handoff):
 		// a step of its own, saved before the next model call, so that a
 		// run that fails after it does not run them again when the
-		// request is retried (an approved refund issued twice).
+		// request is retried (an approved refund issued twice). Written
+		// now even by a run that saves at its end (a guarded one): the
+		// step finishes the turn an earlier run paused, and a guardrail
+		// that trips later in this run must not leave the calls unanswered
+		// and their approvals open, to run again at every request.
 		holder := rn.agent
 		if out.handoff != nil {
 			holder = out.handoff.Target
 		}
-		if err := rn.save(ctx, holder, false); err != nil {
+		if err := rn.saveNow(ctx, holder); err != nil {
 			return true, err
 		}
 	}
@@ -306,6 +310,18 @@ func (rn *run) save(ctx context.Context, holder *graphs.Agent, last bool) error 
 		return nil
 	}
 	return rn.saver.save(ctx, rn, rn.activeName(holder), last)
+}
+
+// saveNow saves the run's steps so far at once, also in a run that saves
+// at its end (SaveAtEnd).
+func (rn *run) saveNow(ctx context.Context, holder *graphs.Agent) error {
+	if rn.saver == nil {
+		return nil
+	}
+	atEnd := rn.saver.atEnd
+	rn.saver.atEnd = false
+	defer func() { rn.saver.atEnd = atEnd }()
+	return rn.saver.save(ctx, rn, rn.activeName(holder), false)
 }
 
 // activeName is the session's active agent after a step whose holder is

@@ -289,6 +289,12 @@ func (rn *run) resume(ctx context.Context) (turnOutcome, error) {
 	if len(rest) == 0 {
 		return turnOutcome{}, nil
 	}
+	if held := rn.stillPending(rest); held != nil {
+		// The turn resumes once every approval of it is decided (CONTRACT
+		// §6): until then nothing of it runs, not even the calls already
+		// approved, and the reply is the pause again.
+		return turnOutcome{suspended: suspension(rn.agent, nil, held), message: Message{Role: RoleAssistant}, reason: "stop"}, nil
+	}
 	return rn.turn(ctx, rest)
 }
 
@@ -296,11 +302,26 @@ func (rn *run) resume(ctx context.Context) (turnOutcome, error) {
 // while approvals held others: the tool_calls reply again, listing the
 // approvals still pending.
 func (rn *run) stillOwed(turn Message, owed, rest []ToolCall) turnOutcome {
+	msg := turn
+	msg.ToolCalls = owed
+	return turnOutcome{suspended: suspension(rn.agent, owed, rn.stillPending(rest)), message: msg, reason: "tool_calls"}
+}
+
+// stillPending returns the approvals of a paused turn's calls that are
+// still pending (none past approval_ttl), each as the call it holds, its
+// own or one inside the sub-agent it asked.
+func (rn *run) stillPending(rest []ToolCall) []PendingCall {
 	var held []PendingCall
 	now := time.Now()
 	for _, c := range rest {
-		if a := rn.approvalFor(c.ID); a != nil {
-			cp := *a
+		rn.apprMu.Lock()
+		a := rn.approvalFor(c.ID)
+		var cp Approval
+		if a != nil {
+			cp = *a
+		}
+		rn.apprMu.Unlock()
+		if a != nil {
 			if cp.expire(now); cp.Status == ApprovalPending {
 				held = append(held, PendingCall{Call: c, Agent: rn.agent.Name, Reason: SuspendApproval, Data: cp.public()})
 			}
@@ -308,9 +329,7 @@ func (rn *run) stillOwed(turn Message, owed, rest []ToolCall) turnOutcome {
 		}
 		held = append(held, rn.nestedPending(c.ID)...)
 	}
-	msg := turn
-	msg.ToolCalls = owed
-	return turnOutcome{suspended: suspension(rn.agent, owed, held), message: msg, reason: "tool_calls"}
+	return held
 }
 
 // classify tells what a call refers to for the current agent.
