@@ -234,3 +234,51 @@ func mustJSON(v any) string {
 	}
 	return string(b)
 }
+
+// A provider's refusal is the answer's text, streamed or not: a stream's
+// refusal deltas reach the client as content, and the session keeps the
+// refusal as the assistant's message, as it does for an answer in one
+// piece (README, Choices).
+func TestRefusalIsTheText(t *testing.T) {
+	const refusal = "I can't help with that request."
+	for _, stream := range []bool{false, true} {
+		t.Run(map[bool]string{false: "whole", true: "streamed"}[stream], func(t *testing.T) {
+			gw, _ := sessionDesk(t, "memory://",
+				fakeupstream.Reply{Refusal: refusal, StreamChunks: []string{"I can't ", "help with ", "that request."}},
+			)
+			id := newSessionID(t)
+			body := gwtest.User("support", "something forbidden")
+			body["stream"] = stream
+			r := gw.Chat(body, map[string]string{"X-Session-Id": id})
+			var text string
+			if stream {
+				var b strings.Builder
+				for _, c := range readStream(t, r) {
+					for _, ch := range c.Choices {
+						if ch.Delta.Content != nil {
+							b.WriteString(*ch.Delta.Content)
+						}
+					}
+				}
+				text = b.String()
+			} else {
+				var c gwtest.Completion
+				r.Decode(t, &c)
+				text = c.Text()
+			}
+			if text != refusal {
+				t.Errorf("the client got %q, want the refusal %q", text, refusal)
+			}
+			var s struct {
+				Transcript []struct {
+					Role    string `json:"role"`
+					Content string `json:"content"`
+				} `json:"transcript"`
+			}
+			gw.Do(context.Background(), http.MethodGet, "/v1/sessions/"+id, nil, map[string]string{"X-Session-Id": id}).Decode(t, &s)
+			if n := len(s.Transcript); n == 0 || s.Transcript[n-1].Role != "assistant" || s.Transcript[n-1].Content != refusal {
+				t.Errorf("the session keeps %+v", s.Transcript)
+			}
+		})
+	}
+}

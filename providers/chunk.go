@@ -156,25 +156,38 @@ func (s *scanner) choice(f *chunkRead) bool {
 	return true
 }
 
-// delta reads a choice's delta: its text; a tool call or a function call
-// is left to encoding/json.
+// delta reads a choice's delta: its text, which is a refusal's when the
+// delta has no content (as an answer in one piece gives a refusal as its
+// text: convert.go); a tool call or a function call is left to
+// encoding/json.
 func (s *scanner) delta(content *[]byte) bool {
-	return s.object(func(key []byte) bool {
+	var text, refusal []byte
+	ok := s.object(func(key []byte) bool {
+		var into *[]byte
 		switch string(key) {
 		case "content":
-			if s.null() {
-				return true
-			}
-			v, ok := s.text()
-			*content = v
-			return ok
-		case "role", "refusal", "reasoning_content":
+			into = &text
+		case "refusal":
+			into = &refusal
+		case "role", "reasoning_content":
 			return s.null() || s.skipString()
 		case "tool_calls", "function_call":
 			return s.null()
+		default:
+			return !foldsTo(key, "content", "role", "function_call", "tool_calls", "refusal", "reasoning_content") && s.skip(0)
 		}
-		return !foldsTo(key, "content", "role", "function_call", "tool_calls", "refusal", "reasoning_content") && s.skip(0)
+		if s.null() {
+			return true // as encoding/json: the value before stays
+		}
+		v, ok := s.text()
+		*into = v
+		return ok
 	})
+	if len(text) == 0 {
+		text = refusal
+	}
+	*content = text
+	return ok
 }
 
 // usage reads a chunk's usage, which every stream asked for it ends with:

@@ -42,7 +42,11 @@ func (s *streamAcc) add(chunk *openai.ChatCompletionStreamResponse, onDelta func
 		if c.Index != 0 {
 			continue // only one choice is ever asked for
 		}
-		if d := c.Delta.Content; d != "" {
+		d := c.Delta.Content
+		if d == "" {
+			d = c.Delta.Refusal // as readChunk reads it
+		}
+		if d != "" {
 			s.text.WriteString(d)
 			if onDelta != nil {
 				onDelta(d)

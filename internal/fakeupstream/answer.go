@@ -99,6 +99,9 @@ func (a *answer) complete() {
 		content = nil // OpenAI sends null content with tool calls
 	}
 	msg := map[string]any{"role": "assistant", "content": content, "refusal": nil}
+	if a.reply.Refusal != "" {
+		msg["content"], msg["refusal"] = nil, a.reply.Refusal
+	}
 	if len(a.reply.ToolCalls) > 0 {
 		msg["tool_calls"] = a.reply.ToolCalls
 	}

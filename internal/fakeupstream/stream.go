@@ -2,6 +2,7 @@ package fakeupstream
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"net/http"
 	"time"
@@ -69,12 +70,15 @@ func (a *answer) stream() {
 	if !send(delta(map[string]any{"role": "assistant", "content": ""}, nil), nil) {
 		return
 	}
-	pieces := a.reply.StreamChunks
+	pieces, key := a.reply.StreamChunks, "content"
+	if a.reply.Refusal != "" {
+		key = "refusal"
+	}
 	if pieces == nil {
-		pieces = split(a.reply.Text, 3)
+		pieces = split(cmp.Or(a.reply.Refusal, a.reply.Text), 3)
 	}
 	for _, p := range pieces {
-		if !send(delta(map[string]any{"content": p}, nil), nil) {
+		if !send(delta(map[string]any{key: p}, nil), nil) {
 			return
 		}
 	}

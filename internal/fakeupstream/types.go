@@ -145,6 +145,11 @@ type Reply struct {
 	Text string
 	// ToolCalls are the assistant's tool calls.
 	ToolCalls []ToolCall
+	// Refusal, when set, is the assistant's refusal, as OpenAI sends one:
+	// the message's `refusal` with a null `content` (Text is then
+	// ignored), or streamed as `refusal` deltas (StreamChunks then split
+	// the refusal).
+	Refusal string
 	// FinishReason defaults to "tool_calls" when there are ToolCalls, else "stop".
 	FinishReason string
 	// Usage defaults to prompt 10, completion 5, total 15. TotalTokens 0 is

@@ -103,6 +103,7 @@ func (u *upstream) target() *url.URL {
 // scriptReply is the JSON form of one scripted reply.
 type scriptReply struct {
 	Text         string              `json:"text"`
+	Refusal      string              `json:"refusal"`
 	ToolCalls    []scriptToolCall    `json:"tool_calls"`
 	FinishReason string              `json:"finish_reason"`
 	Usage        *fakeupstream.Usage `json:"usage"`
@@ -135,6 +136,7 @@ func (r scriptReply) reply() (fakeupstream.Reply, error) {
 	}
 	out := fakeupstream.Reply{
 		Text:         r.Text,
+		Refusal:      r.Refusal,
 		FinishReason: r.FinishReason,
 		Usage:        r.Usage,
 		Status:       r.Status,
