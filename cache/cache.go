@@ -7,6 +7,7 @@ package cache
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strings"
 	"time"
@@ -49,6 +50,10 @@ type Options struct {
 	// TracerProvider, when set, makes the Redis store trace every command
 	// (never its arguments, which hold transcripts). Nil: no tracing.
 	TracerProvider trace.TracerProvider
+	// Log, when set, takes go-redis's own log lines (a pool that cannot
+	// dial, a sentinel that changed its master), as warnings; unset, they
+	// go to standard error in go-redis's format.
+	Log *slog.Logger
 }
 
 // defaultCacheEntries is the Redis store's transcript cache size; the

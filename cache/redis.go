@@ -87,6 +87,10 @@ func NewRedis(ctx context.Context, opts Options) (*Redis, error) {
 		return nil, fmt.Errorf("open redis store: %w", err)
 	}
 	tune(uo, opts.Timeout)
+	if opts.Log != nil {
+		// go-redis logs through one logger for the process.
+		redis.SetLogger(redisLog{opts.Log})
+	}
 	client := redis.NewUniversalClient(uo)
 	if cc, ok := client.(*redis.ClusterClient); ok {
 		cc.AddHook(reloadOnFailure{cluster: cc})

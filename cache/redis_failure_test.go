@@ -2,8 +2,10 @@ package cache
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"strings"
 	"sync"
@@ -192,5 +194,41 @@ func TestRedisRecoversWhenRedisReturns(t *testing.T) {
 	got, err := s.Load(t.Context(), k)
 	if err != nil || len(got.Messages) != 2 || got.Version != 2 {
 		t.Fatalf("Load = %+v, %v; want both turns", got, err)
+	}
+}
+
+// lockedBuffer is a log's output that tests read while goroutines write.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// go-redis's own complaints (its pool cannot dial) reach the store's log
+// in the log's format, not standard error as plain text among JSON lines.
+func TestRedisLogsThroughTheStoresLog(t *testing.T) {
+	var out lockedBuffer
+	s := openRedis(t, Options{URL: "redis://" + closedAddr(t), Timeout: 300 * time.Millisecond,
+		Log: slog.New(slog.NewJSONHandler(&out, nil))})
+	if _, err := s.Load(context.Background(), runtime.SessionKey{ID: "x"}); !errors.Is(err, runtime.ErrStoreUnavailable) {
+		t.Fatalf("load: %v", err)
+	}
+	var line struct {
+		Level, Msg, Detail string
+	}
+	first, _, _ := strings.Cut(out.String(), "\n")
+	if err := json.Unmarshal([]byte(first), &line); err != nil || line.Level != "WARN" || line.Msg != "redis client" || !strings.Contains(line.Detail, "connection refused") {
+		t.Errorf("log %q (%v), want go-redis's dial failure as a JSON warning", out.String(), err)
 	}
 }

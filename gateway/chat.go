@@ -3,6 +3,7 @@ package gateway
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -87,10 +88,29 @@ func (s *Server) decodeChat(c *gin.Context) (*runCall, renderer) {
 	}
 	req, e := decodeChatRequest(body)
 	if e != nil {
+		if s.proxies != nil && s.passthroughAsIs(c, body) {
+			return nil, nil
+		}
 		s.abortRequest(c, "", start, e)
 		return nil, nil
 	}
 	return s.chatCall(c, start, body, req)
+}
+
+// passthroughAsIs proxies a request the graphs' decoding refused when its
+// model names a passthrough provider: such a request is the provider's
+// to judge, as is (a deprecated role, a tool type no graph takes).
+func (s *Server) passthroughAsIs(c *gin.Context, body []byte) bool {
+	var m struct {
+		Model string `json:"model"`
+	}
+	if json.Unmarshal(body, &m) != nil {
+		return false
+	}
+	if _, ok := s.cfg.Graphs[m.Model]; ok {
+		return false
+	}
+	return s.passthrough(c, m.Model, body)
 }
 
 // chatCall returns the run of a decoded request and its renderer; nil

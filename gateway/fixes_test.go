@@ -61,9 +61,10 @@ func TestToolResultTooLarge(t *testing.T) {
 	}
 }
 
-// Passthrough goes through the provider's own transport: its timeout holds
-// for a proxied call as for any other (http.DefaultTransport would wait
-// for ever).
+// Passthrough goes through the provider's own transport, and its timeout
+// holds for a proxied call as for any other (http.DefaultTransport would
+// wait for ever): 504 upstream_timeout, as the provider timed out (CONTRACT
+// §3).
 func TestPassthroughUsesProviderTransport(t *testing.T) {
 	fake := fakeupstream.New(t, fakeupstream.Reply{Hang: true})
 	yaml := strings.Replace(deskYAML, "  listen: 127.0.0.1:0\n", "  listen: 127.0.0.1:0\n  passthrough: true\n", 1)
@@ -72,7 +73,7 @@ func TestPassthroughUsesProviderTransport(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	r := gw.Do(ctx, http.MethodPost, "/v1/chat/completions", gwtest.User("fake/gpt-plain", "hi"), nil)
-	if r.Status != http.StatusBadGateway || r.ErrorCode(t) != "upstream_error" {
-		t.Errorf("a provider that does not answer within its timeout: %d %s, want 502 upstream_error", r.Status, r.Body)
+	if r.Status != http.StatusGatewayTimeout || r.ErrorCode(t) != "upstream_timeout" {
+		t.Errorf("a provider that does not answer within its timeout: %d %s, want 504 upstream_timeout", r.Status, r.Body)
 	}
 }

@@ -10,11 +10,13 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/switchboard-ai/switchboard/graphs"
 	"github.com/switchboard-ai/switchboard/internal/redact"
+	"github.com/switchboard-ai/switchboard/runtime"
 )
 
 // newProxies builds one reverse proxy per OpenAI-compatible provider, for
@@ -37,6 +39,9 @@ func newProxies(providers map[string]graphs.Provider, transport func(string) htt
 		}
 		out[name] = &httputil.ReverseProxy{
 			Transport: rt,
+			// Its own complaints (a body that failed mid-copy) go to the
+			// gateway's log, in its format.
+			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 			Rewrite: func(r *httputil.ProxyRequest) {
 				r.Out.URL.Scheme, r.Out.URL.Host = base.Scheme, base.Host
 				r.Out.URL.Path = base.Path + "/chat/completions"
@@ -53,13 +58,16 @@ func newProxies(providers map[string]graphs.Provider, transport func(string) htt
 				}
 			},
 			FlushInterval: -1,
-			// An error answer may echo the provider key the gateway sent.
-			ModifyResponse: func(resp *http.Response) error { return maskErrorBody(resp, p.APIKey) },
+			ModifyResponse: func(resp *http.Response) error {
+				if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+					return proxyCallOf(resp.Request).bound(resp)
+				}
+				// An error answer may echo the provider key the gateway sent.
+				return maskErrorBody(resp, p.APIKey)
+			},
 			ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 				log.Warn("passthrough failed", "provider", p.Name, "err", redact.Secrets(redact.Known(err.Error(), p.APIKey)))
-				// The transport's error names addresses; the client is told
-				// only which provider failed.
-				e := &Error{Status: http.StatusBadGateway, Code: codeUpstreamError, Message: "provider " + p.Name + " unreachable or failed before answering"}
+				e := proxyCallOf(r).failure(err)
 				w.Header().Set("Content-Type", "application/json")
 				w.WriteHeader(e.Status)
 				_ = json.NewEncoder(w).Encode(e.body())
@@ -87,11 +95,54 @@ func (s *Server) passthrough(c *gin.Context, modelName string, body []byte) bool
 	if err != nil {
 		return false
 	}
-	r := c.Request.Clone(c.Request.Context())
+	r, pc, done := startProxyCall(c.Request, s.cfg.Providers[provider])
+	defer done()
 	r.Body = readCloser{bytes.NewReader(out)}
 	r.ContentLength = int64(len(out))
 	r.Header.Set("Content-Length", strconv.Itoa(len(out)))
-	proxy.ServeHTTP(c.Writer, r)
+	// The session header is the gateway's; it names nothing upstream.
+	r.Header.Del(s.cfg.Server.SessionHeader)
+	w := &proxyWriter{ResponseWriter: c.Writer, rc: http.NewResponseController(c.Writer), timeout: s.streamWriteTimeout()}
+	if !serveProxy(proxy, w, r) || pc.failed != nil {
+		s.log.Warn("passthrough failed mid-answer", "provider", provider, "err", pc.failed)
+		if !c.Writer.Written() {
+			// Failed before a byte of the answer left (its first read was
+			// already too large): the client gets the error instead.
+			h := c.Writer.Header()
+			clear(h)
+			e := pc.failure(pc.failed)
+			h.Set("Content-Type", "application/json")
+			c.Writer.WriteHeader(e.Status)
+			_ = json.NewEncoder(c.Writer).Encode(e.body())
+		} else {
+			// The answer failed once its status was sent (too large, a
+			// stream gone idle or past the timeout, a client that stopped
+			// reading): the response is cut short, so that the client sees
+			// it fail rather than end. The deadline makes net/http's end
+			// of the response fail, and net/http then closes the
+			// connection.
+			_ = w.rc.SetWriteDeadline(time.Unix(1, 0))
+		}
+	}
+	// Charged to the key's token limits as a run's tokens are.
+	recordUsage(c, runtime.Usage{TotalTokens: int(pc.tokens)})
+	return true
+}
+
+// serveProxy proxies r; false when the proxy gave up copying the answer
+// (it panics http.ErrAbortHandler then, which net/http would take as
+// leave to cut the response; gin's recovery takes it as a broken pipe and
+// ends the response as if whole).
+func serveProxy(proxy *httputil.ReverseProxy, w http.ResponseWriter, r *http.Request) (whole bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			if v != http.ErrAbortHandler { //nolint:errorlint // the proxy panics with the value itself
+				panic(v)
+			}
+			whole = false
+		}
+	}()
+	proxy.ServeHTTP(w, r)
 	return true
 }
 

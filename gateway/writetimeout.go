@@ -61,11 +61,15 @@ type streamGuard struct {
 // a stream that waited for its next chunk finds each object it touches
 // gone cold (issue 22).
 func (s *Server) guardStream(c *gin.Context) streamGuard {
-	timeout := s.cfg.Server.StreamWriteTimeout
-	if timeout <= 0 {
-		timeout = 30 * time.Second
+	return streamGuard{ctx: c.Request.Context(), w: c.Writer, timeout: s.streamWriteTimeout()}
+}
+
+// streamWriteTimeout is server.stream_write_timeout, or its default.
+func (s *Server) streamWriteTimeout() time.Duration {
+	if t := s.cfg.Server.StreamWriteTimeout; t > 0 {
+		return t
 	}
-	return streamGuard{ctx: c.Request.Context(), w: c.Writer, timeout: timeout}
+	return 30 * time.Second
 }
 
 // streaming is a renderer that streams: its run uses its guard's context.

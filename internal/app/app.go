@@ -86,6 +86,7 @@ func New(ctx context.Context, cfg *graphs.Set, log *slog.Logger, opts ...Option)
 		WaitReplicas:    cfg.Store.WaitReplicas,
 		MaxSessionBytes: cfg.Store.MaxSessionBytes,
 		TracerProvider:  tracing.Provider,
+		Log:             log,
 	})
 	if err != nil {
 		_ = tracing.Shutdown(ctx)
