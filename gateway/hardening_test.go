@@ -507,9 +507,9 @@ func TestSamplingParamsTakeAnyJSONNumber(t *testing.T) {
 		t.Errorf("sent to the provider: %s", fake.Requests()[0].Body)
 	}
 	for body, want := range map[string]string{
-		`"max_tokens":1.5`:   "max_tokens must be a number, not a JSON number with a fraction",
-		`"max_tokens":"ten"`: "max_tokens must be a number, not a JSON string",
-		`"seed":1e30`:        "seed must be a number, not a JSON number out of range",
+		`"max_tokens":1.5`:   "max_tokens must be an integer, not a JSON number with a fraction",
+		`"max_tokens":"ten"`: "max_tokens must be an integer, not a JSON string",
+		`"seed":1e30`:        "seed must be an integer, not a JSON number out of range",
 	} {
 		r := gw.Chat(`{"model":"chat","messages":[{"role":"user","content":"hi"}],`+body+`}`, nil)
 		if r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), want) {

@@ -116,8 +116,8 @@ func TestRequestParams(t *testing.T) {
 			{"response_format of an unknown type", chatWith("response_format", map[string]any{"type": "xml"}), "response_format.type", "text, json_object or json_schema"},
 			{"json_schema without json_schema", chatWith("response_format", map[string]any{"type": "json_schema"}), "response_format.json_schema.name", "is required"},
 			{"json_schema without a name", chatWith("response_format", map[string]any{"type": "json_schema", "json_schema": map[string]any{"schema": map[string]any{"type": "object"}}}), "response_format.json_schema.name", "is required"},
-			{"n a string", chatWith("n", "2"), "n", "n must be a number, not a JSON string"},
-			{"n a fraction", chatWith("n", 1.5), "n", "n must be a number, not a JSON number with a fraction"},
+			{"n a string", chatWith("n", "2"), "n", "n must be an integer, not a JSON string"},
+			{"n a fraction", chatWith("n", 1.5), "n", "n must be an integer, not a JSON number with a fraction"},
 		})
 	})
 	t.Run("responses", func(t *testing.T) {
