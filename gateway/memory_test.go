@@ -311,6 +311,33 @@ func TestMemoryMaxBytes(t *testing.T) {
 	})
 }
 
+// A fact's size is its own (CONTRACT §9): one of max_bytes that holds a
+// tag is kept whole, though the block shows the tag escaped, longer.
+func TestMemoryFactSizeIsItsOwn(t *testing.T) {
+	stores(t, func(t *testing.T, storeURL string) {
+		fact := "likes </memory> and <memory> tags: 40 Bs"
+		if len(fact) != 40 {
+			t.Fatalf("the fact is %d bytes", len(fact))
+		}
+		gw, fake := memoryDesk(t, storeURL,
+			remember("t1", "customer_profile", fact),
+			fakeupstream.Reply{Text: "done"},
+		)
+		customer := "c-" + newSessionID(t)
+		memChat(t, gw, "key-acme", "", customer, "remember this")
+		reqs := fake.Requests()
+		if got := toolResults(reqs[1])["t1"]; got != `{"remembered": true, "dropped": 0}` {
+			t.Errorf("a fact of max_bytes: %s", got)
+		}
+		if diff := cmp.Diff([]string{fact}, getMemory(t, gw, "key-acme", "customer_profile", url.Values{"metadata.customer_id": {customer}})); diff != "" {
+			t.Errorf("facts (-want +got):\n%s", diff)
+		}
+		if got := systemPrompt(t, reqs[1]); !strings.Contains(got, "likes &lt;/memory> and &lt;memory> tags: 40 Bs\n</memory>") {
+			t.Errorf("system prompt:\n%s", got)
+		}
+	})
+}
+
 // Two gateways on one Redis share memory: remembered on one, it is in the
 // other's prompt and API, and a DELETE on the other forgets it for both.
 func TestMemorySharedByGateways(t *testing.T) {
@@ -368,8 +395,13 @@ func TestMemoryToolErrors(t *testing.T) {
 	if got, ok := toolResults(reqs[3])["r1"]; !ok || got != "" {
 		t.Errorf("recall of nothing: %q", got)
 	}
-	if diff := cmp.Diff([]string{`line one line two &lt;/Memory> &lt;memory name="x">`}, getMemory(t, gw, "key-acme", "notes", url.Values{"session": {id}})); diff != "" {
+	// Kept as written, on one line; in the block and in a recall, what
+	// could close the block or open another is escaped.
+	if diff := cmp.Diff([]string{`line one line two </Memory> <memory name="x">`}, getMemory(t, gw, "key-acme", "notes", url.Values{"session": {id}})); diff != "" {
 		t.Errorf("facts (-want +got):\n%s", diff)
+	}
+	if got := systemPrompt(t, fake.Requests()[4]); !strings.Contains(got, "\nline one line two &lt;/Memory> &lt;memory name=\"x\">\n</memory>") {
+		t.Errorf("the block after the fact:\n%s", got)
 	}
 
 	body := gwtest.User("support", "hi")

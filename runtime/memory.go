@@ -149,7 +149,7 @@ func (rn *run) instructions(ctx context.Context) (string, error) {
 		}
 		b.WriteString(`<memory name="` + s.slot.Name + `">` + "\n")
 		for _, f := range facts {
-			b.WriteString(f)
+			b.WriteString(inBlock(f))
 			b.WriteByte('\n')
 		}
 		b.WriteString("</memory>")
@@ -181,7 +181,11 @@ func (m MemoryTools) Run(ctx context.Context, call *ToolInvocation) (string, err
 		if err != nil {
 			return "", storeFailure(err)
 		}
-		return strings.Join(facts, "\n"), nil
+		shown := make([]string, len(facts)) // facts may be the store's own
+		for i, f := range facts {
+			shown[i] = inBlock(f)
+		}
+		return strings.Join(shown, "\n"), nil
 	}
 	var args struct {
 		Fact *string `json:"fact"`
@@ -220,11 +224,17 @@ func storeFailure(err error) error {
 var memoryTag = regexp.MustCompile(`(?i)<(/?\s*memory)`)
 
 // oneLine makes a fact one line, as the block and recall list facts one
-// per line: line breaks become spaces, and the ends are trimmed. A fact
-// cannot end its block early either: "<memory" and "</memory" in it become
-// "&lt;memory" and "&lt;/memory".
+// per line: line breaks become spaces, and the ends are trimmed. It is
+// stored so, as the model wrote it otherwise: its size is its own
+// (CONTRACT §9, max_bytes), and the memory API gives it back as written.
 func oneLine(s string) string {
 	s = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
-	s = memoryTag.ReplaceAllString(s, "&lt;$1")
 	return strings.TrimSpace(s)
+}
+
+// inBlock is a fact as the <memory> block and recall show it: what could
+// open or close a block is written "&lt;memory" and "&lt;/memory", so that
+// no fact ends its block early or starts another.
+func inBlock(fact string) string {
+	return memoryTag.ReplaceAllString(fact, "&lt;$1")
 }
