@@ -43,8 +43,10 @@ type responsesCall struct {
 	// client hears of that session forgets it (forgetMade).
 	made bool
 	// spent is what a failed run had spent (runtime.RunError), for its
-	// response.failed.
-	spent runtime.Usage
+	// response.failed; failedAt is where its session stood after the
+	// steps it saved, for the failed response's record.
+	spent    runtime.Usage
+	failedAt *runtime.Point
 }
 
 func (s *Server) createResponse(c *gin.Context) {
@@ -257,6 +259,15 @@ func (r *responsesRenderer) fail(e *Error) bool {
 		r.call.forgetMade(r.rreq.SessionID)
 		return false
 	}
+	// The client was given the response's id: it is stored, failed, as
+	// OpenAI stores one, before its last events leave, so that it can be
+	// retrieved (or its stream replayed) and continued from the steps
+	// its run saved.
+	if call := r.call; call.req.stored() && !call.temporary && call.failedAt != nil {
+		if se := call.store(r.resp, r.rnd.deltas, r.sessionID(), *call.failedAt); se != nil {
+			call.s.log.Warn("store a failed response", "response", r.resp.ID, "err", se.Message)
+		}
+	}
 	r.w.done()
 	return true
 }
@@ -267,7 +278,7 @@ func (r *responsesRenderer) fail(e *Error) bool {
 func (call *responsesCall) runInput(ctx context.Context, rreq *runtime.Request, sink runtime.Sink) (*runtime.Result, error) {
 	res, err := call.runOrFork(ctx, rreq, sink)
 	if re := (*runtime.RunError)(nil); errors.As(err, &re) {
-		call.spent = re.Usage
+		call.spent, call.failedAt = re.Usage, re.Point
 	}
 	var pe *runtime.ParamError
 	if errors.As(err, &pe) && pe.Param == "messages" {

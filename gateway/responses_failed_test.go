@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -103,6 +104,7 @@ func TestResponsesFailedStream(t *testing.T) {
 			fakeupstream.Reply{Text: "Let me get billing.", ToolCalls: []fakeupstream.ToolCall{toolCall("c1", "transfer_to_billing", `{}`)},
 				Usage: &fakeupstream.Usage{PromptTokens: 12, CompletionTokens: 4}},
 			fakeupstream.Reply{StreamChunks: []string{"Your ", "charges"}, StreamError: "overloaded"},
+			fakeupstream.Reply{Text: "Two charges of 42 USD."},
 		)
 		evs, r := stream(t, gw, input("charged twice"), nil)
 		names := eventNames(evs)
@@ -131,6 +133,25 @@ func TestResponsesFailedStream(t *testing.T) {
 		}
 		if resp, s := getSession(t, gw, sid, nil); resp.Status != http.StatusOK || s.ActiveAgent != "billing" {
 			t.Errorf("session %s: %d %s", sid, resp.Status, resp.Body)
+		}
+		// The client was given the response's id: it is stored, failed,
+		// as OpenAI stores one, replays as it streamed, and can be
+		// continued from the steps its run saved.
+		if got := getResp(gw, r.ID, nil); got.Status != http.StatusOK || !bytes.Equal(got.Body, r.raw) {
+			t.Errorf("GET the failed response: %d %s\nwant %s", got.Status, got.Body, r.raw)
+		}
+		replayed := gw.Do(context.Background(), http.MethodGet, "/v1/responses/"+r.ID+"?stream=true", nil, nil)
+		if revs, _ := streamEvents(t, replayed.Body); eventNames(revs)[len(revs)-1] != "response.failed" {
+			t.Errorf("replay: %v", eventNames(revs))
+		}
+		var next respBody
+		if c := gw.Do(context.Background(), http.MethodPost, "/v1/responses", input("and now?", "previous_response_id", r.ID), nil); c.Status != http.StatusOK {
+			t.Fatalf("continue the failed response: %d %s", c.Status, c.Body)
+		} else {
+			c.Decode(t, &next)
+		}
+		if next.Metadata["sessionId"] != sid || next.Metadata["agentName"] != "billing" || next.Status != "completed" {
+			t.Errorf("continued: %s", next.raw)
 		}
 	})
 }

@@ -42,6 +42,10 @@ func paramError(param, format string, args ...any) *ParamError {
 type RunError struct {
 	// Usage sums the run's model calls that answered before it failed.
 	Usage Usage
+	// Point is where the run's session stands after the steps it saved
+	// (a response that failed may be continued from it); nil for a run
+	// outside a session.
+	Point *Point
 	Err   error
 }
 

@@ -41,7 +41,14 @@ func (r *Runner) runSession(ctx context.Context, req *Request, sink Sink) (*Resu
 			r.log.Warn("save the finished steps of a failed run", "session", req.SessionID, "err", kerr)
 		}
 	}
-	return res, rn.failed(err)
+	err = rn.failed(err)
+	if re := (*RunError)(nil); errors.As(err, &re) {
+		sv := &rn.session
+		saved := rn.transcript[:min(sv.saved, len(rn.transcript))]
+		p := pointAfter(rn.history, saved, sv.version, sv.holder)
+		re.Point = &p
+	}
+	return res, err
 }
 
 // leaseLost is the error of a run whose session lock was lost.
@@ -64,7 +71,7 @@ func (r *Runner) openSession(ctx context.Context, req *Request, sink Sink) (*run
 	}
 	rn := r.newRun(req, sink, nil)
 	sv := &rn.session
-	*sv = sessionSaver{store: r.opts.Store, key: key, lease: lease, version: sess.Version}
+	*sv = sessionSaver{store: r.opts.Store, key: key, lease: lease, version: sess.Version, holder: sess.ActiveAgent}
 	runCtx, cancel := context.WithCancelCause(ctx)
 	stop := r.keepLease(runCtx, key, lease, cancel)
 	end := func() {
@@ -140,10 +147,11 @@ type sessionSaver struct {
 	key      SessionKey
 	lease    Lease
 	version  int64
-	saved    int  // the run's transcript[:saved] is stored, after its history
-	replace  bool // the next save rewrites the whole session
-	released bool // the last save gave the lock back
-	atEnd    bool // only the last save writes (SaveAtEnd)
+	saved    int    // the run's transcript[:saved] is stored, after its history
+	replace  bool   // the next save rewrites the whole session
+	released bool   // the last save gave the lock back
+	atEnd    bool   // only the last save writes (SaveAtEnd)
+	holder   string // the session's active agent as last stored
 	// With atEnd, the steps the run has finished, unwritten:
 	// transcript[:finished], with finishedBy holding the session and the
 	// approvals as they stood then. A run that fails writes them
@@ -210,7 +218,7 @@ func (sv *sessionSaver) save(ctx context.Context, rn *run, holder string, last b
 	if err != nil {
 		return fmt.Errorf("save session: %w", err)
 	}
-	sv.version, sv.saved, sv.replace, sv.released = v, len(rn.transcript), false, last
+	sv.version, sv.saved, sv.replace, sv.released, sv.holder = v, len(rn.transcript), false, last, holder
 	for _, d := range sv.moved {
 		rn.recordDecision(sv.movedCtx, d.tool, d.decision, SourceApprover)
 	}
