@@ -326,6 +326,12 @@ func decodeInput(raw json.RawMessage) ([]runtime.Message, *Error) {
 				return nil, e
 			}
 			msgs = append(msgs, runtime.Message{Role: runtime.RoleTool, ToolCallID: it.CallID, Content: text})
+		case "switchboard:handoff":
+			// The gateway's own output item (include: switchboard:handoffs),
+			// replayed by a client that sends output back as input, as
+			// agent SDKs do: a record of what happened, not input. Which
+			// agent holds a conversation is never the client's to say.
+			continue
 		default:
 			return nil, badRequest(param+".type", "%s: unsupported item type %q (supported: message, function_call, function_call_output)", param, it.Type)
 		}

@@ -223,8 +223,8 @@ func TestResponsesStream(t *testing.T) {
 // request includes switchboard:handoffs.
 func TestResponsesHandoffsOptIn(t *testing.T) {
 	handoff := fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("c1", "transfer_to_billing", `{}`)}}
-	gw, _ := sessionDesk(t, "memory://", handoff, fakeupstream.Reply{Text: "a"}, handoff, fakeupstream.Reply{Text: "b"},
-		handoff, fakeupstream.Reply{Text: "c"})
+	gw, fake := sessionDesk(t, "memory://", handoff, fakeupstream.Reply{Text: "a"}, handoff, fakeupstream.Reply{Text: "b"},
+		handoff, fakeupstream.Reply{Text: "a"}, handoff, fakeupstream.Reply{Text: "d"})
 	inc := []string{"switchboard:handoffs"}
 
 	if r := create(t, gw, input("x"), nil); !cmp.Equal(r.items(), []string{"message"}) {
@@ -244,6 +244,25 @@ func TestResponsesHandoffsOptIn(t *testing.T) {
 	}
 	if !cmp.Equal(handoffs, []string{"triage->billing:c1"}) || !cmp.Equal(r.items(), []string{"switchboard:handoff:triage->billing", "message"}) {
 		t.Errorf("stream with include: events %v, output %v", handoffs, r.items())
+	}
+	// A client that sends the output back as input, as agent SDKs do,
+	// may send the handoff items too: they are records, not input, and
+	// decide nothing (a stateless request starts at the lead).
+	var output []any
+	if err := json.Unmarshal(r.raw, &struct {
+		Output *[]any `json:"output"`
+	}{&output}); err != nil {
+		t.Fatal(err)
+	}
+	replay := append([]any{map[string]any{"role": "user", "content": "x"}}, output...)
+	replay = append(replay, map[string]any{"role": "user", "content": "and then?"})
+	next := create(t, gw, map[string]any{"model": "support", "input": replay, "store": false, "include": inc}, nil)
+	if !cmp.Equal(next.items(), []string{"switchboard:handoff:triage->billing", "message"}) {
+		t.Errorf("the output sent back as input: %v", next.items())
+	}
+	got := upstreamTexts(fake.Requests()[len(fake.Requests())-2])
+	if want := []string{"user:x", "assistant:a", "user:and then?"}; !cmp.Equal(got, want) {
+		t.Errorf("the lead was sent %v, want %v", got, want)
 	}
 }
 
