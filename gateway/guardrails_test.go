@@ -535,10 +535,17 @@ func TestResponsesGuardrail(t *testing.T) {
 		Usage struct {
 			TotalTokens int `json:"total_tokens"`
 		} `json:"usage"`
+		Metadata map[string]string `json:"metadata"`
 	}
 	resp.Decode(t, &r)
 	if r.Status != "incomplete" || r.IncompleteDetails == nil || r.IncompleteDetails.Reason != "content_filter" || strings.Contains(string(resp.Body), "4111 ") {
 		t.Errorf("response %s", resp.Body)
+	}
+	// Which guardrail tripped, as a chat reply says it (a JSON string:
+	// Responses metadata values are strings).
+	var trip struct{ Name, Stage, Reason string }
+	if err := json.Unmarshal([]byte(r.Metadata["guardrail"]), &trip); err != nil || trip.Name != "no_cards" || trip.Stage != "output" || trip.Reason == "" {
+		t.Errorf("metadata %v", r.Metadata)
 	}
 	if r.Usage.TotalTokens != 15 {
 		t.Errorf("usage %d tokens, want the tripped call's 15: %s", r.Usage.TotalTokens, resp.Body)

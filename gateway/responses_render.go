@@ -293,6 +293,16 @@ func (r *responseRender) finish(res *runtime.Result, metadata map[string]string)
 		r.closeMessageAs(last)
 	}
 	r.account(res.Usage, metadata)
+	if h := res.Halt; h != nil {
+		// What halted the run (a guardrail's {name, stage, reason}), as
+		// the chat reply's metadata carries it; Responses metadata values
+		// are strings, so each is its JSON.
+		for k, v := range h.Metadata {
+			if b, err := json.Marshal(v); err == nil && k != "agentName" && k != "sessionId" {
+				r.resp.Metadata[k] = string(b)
+			}
+		}
+	}
 	if aps != nil {
 		// Responses metadata values are strings: the approvals are one,
 		// their JSON array.
