@@ -550,6 +550,15 @@ func TestResponsesGuardrail(t *testing.T) {
 	if r.Usage.TotalTokens != 15 {
 		t.Errorf("usage %d tokens, want the tripped call's 15: %s", r.Usage.TotalTokens, resp.Body)
 	}
+	// The tripped call's tokens were spent: metrics count them as any
+	// call's.
+	metrics := string(gw.Do(context.Background(), http.MethodGet, "/metrics", nil, nil).Body)
+	for _, want := range []string{`switchboard_tokens_total{model="triage-model",provider="fake",type="input"} 10`,
+		`switchboard_tokens_total{model="triage-model",provider="fake",type="output"} 5`} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %s:\n%s", want, grepLines(metrics, "switchboard_tokens_total"))
+		}
+	}
 }
 
 // Each check is a span "guardrail <name>" with its stage, outcome and
@@ -563,6 +572,7 @@ func TestGuardrailSpans(t *testing.T) {
 	gw.Close() // flush spans
 	spans := string(coll.bytes())
 	for _, want := range []string{"guardrail lenient", "guardrail no_cards", "switchboard.guardrail.stage", "switchboard.guardrail.tripped",
+		"gen_ai.usage.input_tokens", // the tripped call's, whose tokens were spent
 		"switchboard.guardrail.reason", "the text matches the guardrail's pattern"} {
 		if !strings.Contains(spans, want) {
 			t.Errorf("no %q in the exported spans", want)

@@ -14,6 +14,7 @@ package guardrails
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"sync"
@@ -178,7 +179,7 @@ func (ic *Interceptor) guardModel(ctx context.Context, call *runtime.ModelCall, 
 	resp, err := next(mctx, call)
 	if in != nil {
 		if err := in.wait(ctx); err != nil {
-			return nil, err
+			return nil, spent(err, resp)
 		}
 		// Passed: a fallback call of this step, or the next step, is
 		// not checked again.
@@ -189,11 +190,20 @@ func (ic *Interceptor) guardModel(ctx context.Context, call *runtime.ModelCall, 
 	}
 	if text := resp.Message.Content; text != "" && len(output) > 0 {
 		if err := ic.start(ctx, call.Run, call.Agent, StageOutput, text, output).wait(ctx); err != nil {
-			return nil, err
+			return nil, spent(err, resp)
 		}
 	}
 	h.flush()
 	return resp, nil
+}
+
+// spent gives a trip the usage of the model call it stopped, when that
+// call answered: its tokens were spent all the same.
+func spent(err error, resp *runtime.ChatResponse) error {
+	if h := (*runtime.Halt)(nil); resp != nil && errors.As(err, &h) {
+		h.CallUsage = resp.Usage
+	}
+	return err
 }
 
 // checkSubagent judges the text a sub-agent call streamed to the client

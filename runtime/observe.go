@@ -131,8 +131,11 @@ func (o *observer) endModel(span trace.Span, call *ModelCall, took time.Duration
 		// An interceptor's Halt (a guardrail that tripped) is no
 		// failure of the provider's.
 		if h := (*Halt)(nil); errors.As(err, &h) {
-			o.metrics.ModelCall(ref.Provider, ref.Model, d, Usage{}, false)
+			o.metrics.ModelCall(ref.Provider, ref.Model, d, h.CallUsage, false)
 			span.SetAttributes(genai.ResponseFinishReasons.StringSlice([]string{h.FinishReason}))
+			if u := h.CallUsage; u != (Usage{}) {
+				span.SetAttributes(genai.UsageInputTokens.Int(u.PromptTokens), genai.UsageOutputTokens.Int(u.CompletionTokens))
+			}
 			span.End()
 			return nil, err
 		}

@@ -48,6 +48,10 @@ type Halt struct {
 	FinishReason string
 	Content      string
 	Metadata     map[string]any
+	// CallUsage is what the model call the halt stopped had spent, when
+	// that call had answered (its tokens count in metrics and on its span
+	// as any call's).
+	CallUsage Usage
 }
 
 // Error implements error.
