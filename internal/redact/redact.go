@@ -61,8 +61,10 @@ var (
 	vendorKey = regexp.MustCompile(`\b(?:gsk_|AIza|xai-|pplx-|hf_|r8_|ghp_|github_pat_)[A-Za-z0-9_\-]{16,}|\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`)
 	// An HTTP authorization value: Bearer <token>, Basic <credentials>.
 	authScheme = regexp.MustCompile(`(?i)\b(bearer|basic|token)(\s+|%20)[A-Za-z0-9._~+/=\-]{2,}`)
-	// key=value and "key": "value" pairs whose key names a secret.
-	secretPair = regexp.MustCompile(`(?i)((?:x-)?api[_-]?key|access[_-]?token|refresh[_-]?token|client[_-]?secret|secret|password|passwd|pwd)("?\s*[:=]\s*"?)([^\s"'&,;}\]]+)`)
+	// key=value and "key": "value" pairs whose key names a secret. The
+	// value does not end with a colon: "password=x: the reason" keeps its
+	// ": " as it reads.
+	secretPair = regexp.MustCompile(`(?i)((?:x-)?api[_-]?key|access[_-]?token|refresh[_-]?token|client[_-]?secret|secret|password|passwd|pwd)("?\s*[:=]\s*"?)([^\s"'&,;}\]]*[^\s"'&,;}\]:])`)
 	// The password of a URL's user info: scheme://user:password@host.
 	userinfo = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]*:)[^@\s/]+@`)
 )

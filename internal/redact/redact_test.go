@@ -56,6 +56,10 @@ func TestSecrets(t *testing.T) {
 	if in := "messages[0].content[1] is invalid"; Addresses(in) != in {
 		t.Errorf("Addresses changed plain text: %q", Addresses(in))
 	}
+	// A masked value leaves the text after it as it was.
+	if got := Secrets("redis-sentinel://h?sentinel_password=sp: a sentinel url needs ?master=<name>"); got != "redis-sentinel://h?sentinel_password=xxxxx: a sentinel url needs ?master=<name>" {
+		t.Errorf("Secrets ate the separator: %q", got)
+	}
 	if got := Known("the key abcdef123 was refused", "abcdef123", "x"); got != "the key xxxxx was refused" {
 		t.Errorf("Known = %q", got)
 	}
