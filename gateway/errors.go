@@ -101,7 +101,7 @@ func fromRunError(err error) *Error {
 		return &Error{Status: http.StatusRequestEntityTooLarge, Code: codeSessionTooLarge,
 			Message: "this turn would make the stored session larger than store.max_session_bytes; nothing of it was saved (start a new session, or delete this one)"}
 	case errors.Is(err, runtime.ErrStoreUnavailable):
-		return &Error{Status: http.StatusServiceUnavailable, Code: codeStoreUnavailable, Message: "the session store cannot be reached; retry later"}
+		return &Error{Status: http.StatusServiceUnavailable, Code: codeStoreUnavailable, Message: "the session store is unavailable (it cannot be reached, or could not confirm the write as store.wait_replicas asks); retry later"}
 	case errors.Is(err, runtime.ErrUpstreamTimeout):
 		return &Error{Status: http.StatusGatewayTimeout, Code: codeUpstreamTimeout, Message: err.Error()}
 	case errors.Is(err, runtime.ErrUpstream):
