@@ -461,3 +461,25 @@ func tripThenMoveOn(t *testing.T, gw *gwtest.Gateway, fake *fakeupstream.Server,
 		t.Errorf("the rejection by a new message was not counted once:\n%s", grepLines(metrics, "permission_decisions"))
 	}
 }
+
+// An approved call runs with the arguments the model wrote: ones that are
+// no JSON object are shown to the approver as {} (CONTRACT §6: an
+// approval's arguments are an object) but sent to the tool as written,
+// as the same call without a gate would be.
+func TestApprovedCallKeepsTheModelsArguments(t *testing.T) {
+	gw, _, tools := gatedDesk(t, "memory://",
+		fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("c1", "transfer_to_billing", `{}`)}},
+		fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("l1", "lookup_charges", `[1,2]`)}},
+		fakeupstream.Reply{Text: "Done."},
+	)
+	id := newSessionID(t)
+	a := paused(t, gw, gwtest.User("support", "my charges?"), acme(id), "lookup_charges", `{}`)
+	body := emptyTurn()
+	body["approvals"] = []any{map[string]any{"id": a.ID, "approve": true}}
+	if c := completion(t, gw, body, acme(id)); c.Text() != "Done." {
+		t.Fatalf("resumed: %q", c.Text())
+	}
+	if got := tools.got("/charges"); len(got) != 1 || got[0] != `[1,2]` {
+		t.Errorf("the tool got %q, want the model's [1,2]", got)
+	}
+}

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"strconv"
 	"time"
@@ -70,7 +71,12 @@ func (g permissionGate) InterceptTool(next ToolFunc) ToolFunc {
 			switch held.Status {
 			case ApprovalApproved:
 				inv.perm = &permDecision{DecisionApproved, SourceApprover}
-				inv.Call.Function.Arguments = string(held.Arguments)
+				if !bytes.Equal(held.Arguments, objectArgs(inv.Call.Function.Arguments)) {
+					// Only a rewrite replaces what the model wrote: arguments
+					// that are no JSON object, shown to the approver as {},
+					// run as the same call would without a gate.
+					inv.Call.Function.Arguments = string(held.Arguments)
+				}
 				return next(ctx, inv)
 			case ApprovalRejected:
 				msg := held.Reason
