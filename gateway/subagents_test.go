@@ -362,6 +362,36 @@ func TestSubagentStreamPassesOutputGuardrails(t *testing.T) {
 	})
 }
 
+// A sub-agent's own output guardrails judge what it streams to the client,
+// as the speaking agent's do (CONTRACT §7), also in a graph with no
+// guardrails of its own; not streamed, its text reaches no client and
+// its answer is the lead's tool result.
+func TestSubagentOwnOutputGuardrails(t *testing.T) {
+	yaml := strings.Replace(researchYAML, "    model: fake/research-model\n", "    model: fake/research-model\n    output_guardrails: [no_cards]\n", 1) + noCards
+	for _, streamed := range []bool{true, false} {
+		fake := fakeupstream.New(t,
+			fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("c1", "ask_researcher", `{"task":"find the card"}`)}},
+			fakeupstream.Reply{StreamChunks: []string{"card 4111 ", "1111 1111 1111"}},
+			fakeupstream.Reply{Text: "I found it but will not say."},
+		)
+		fake.SetStrict(true)
+		gw := gwtest.Start(t, yaml, map[string]string{"FAKE_URL": fake.URL})
+		if !streamed {
+			if c := completion(t, gw, gwtest.User("research", "my card?"), nil); c.Text() != "I found it but will not say." {
+				t.Errorf("not streamed: %q", c.Text())
+			}
+			continue
+		}
+		text, finish, chunks, raw := streamChat(t, gw, gwtest.User("research", "my card?"))
+		if strings.Contains(raw, "4111") || finish != "content_filter" || text != "I can't share card numbers." {
+			t.Errorf("streamed: finish %q, text %q:\n%s", finish, text, raw)
+		}
+		if g := chunks[len(chunks)-1].Metadata.Guardrail; g == nil || g.Name != "no_cards" {
+			t.Errorf("metadata.guardrail %+v", g)
+		}
+	}
+}
+
 // The output guardrails judge each model turn of a sub-agent as a text of
 // its own, as they judge each of the lead's: a pattern is not matched
 // across two turns (twelve digits, a tool call, then four more are no card

@@ -178,8 +178,28 @@ func (g *Graph) HasGuardrails() bool {
 	if len(g.InputGuardrails)+len(g.OutputGuardrails) > 0 {
 		return true
 	}
+	seen := map[*Agent]bool{}
 	for _, a := range g.Agents {
-		if len(a.InputGuardrails)+len(a.OutputGuardrails) > 0 {
+		if len(a.InputGuardrails)+len(a.OutputGuardrails) > 0 || subagentGuarded(a, seen) {
+			return true
+		}
+	}
+	return false
+}
+
+// subagentGuarded reports whether a sub-agent a asks, or one those ask,
+// has output guardrails: on a stream its text reaches the client.
+func subagentGuarded(a *Agent, seen map[*Agent]bool) bool {
+	for _, t := range a.Subagents {
+		if t.Agent == nil {
+			continue
+		}
+		sub := t.Agent.Agent
+		if sub == nil || seen[sub] {
+			continue
+		}
+		seen[sub] = true
+		if len(sub.OutputGuardrails) > 0 || subagentGuarded(sub, seen) {
 			return true
 		}
 	}

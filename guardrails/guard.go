@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 
@@ -207,12 +208,19 @@ func spent(err error, resp *runtime.ChatResponse) error {
 }
 
 // checkSubagent judges the text a sub-agent call streamed to the client
-// (runtime.SubagentCheck) with the output guardrails of the graph and of
-// the calling agent: a sub-agent's run is not checked as a run (its answer
-// is a tool result), but on a stream its text is delivered as it goes
-// (CONTRACT §7, §8).
+// (runtime.SubagentCheck) with the output guardrails of the graph, of the
+// calling agent and of the sub-agent, the agent speaking: a sub-agent's
+// run is not checked as a run (its answer is a tool result), but on a
+// stream its text is delivered as it goes (CONTRACT §7, §8).
 func (ic *Interceptor) checkSubagent(ctx context.Context, call *runtime.ToolInvocation, text string) error {
 	output := outputGuardrails(call.Run.Graph, call.Agent)
+	if t := call.Tool; t != nil && t.Agent != nil && t.Agent.Agent != nil {
+		for _, g := range t.Agent.Agent.OutputGuardrails {
+			if !slices.Contains(output, g) {
+				output = append(slices.Clip(output), g)
+			}
+		}
+	}
 	if len(output) == 0 {
 		return nil
 	}
