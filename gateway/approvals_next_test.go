@@ -483,3 +483,25 @@ func TestApprovedCallKeepsTheModelsArguments(t *testing.T) {
 		t.Errorf("the tool got %q, want the model's [1,2]", got)
 	}
 }
+
+// A handoff that cannot happen (arguments its schema refuses) is refused
+// with invalid_args before any gate: nobody is asked to approve it.
+func TestImpossibleHandoffIsNotAskedAbout(t *testing.T) {
+	stores(t, func(t *testing.T, storeURL string) {
+		gw, fake, _ := gatedDesk(t, storeURL,
+			fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("r1", "escalate_refund", `{"note":"no order"}`)}},
+			fakeupstream.Reply{Text: "Which order?"},
+		)
+		id := newSessionID(t)
+		c := completion(t, gw, gwtest.User("support", "refund me"), acme(id))
+		if c.Text() != "Which order?" {
+			t.Fatalf("reply %q: the impossible handoff paused the run", c.Text())
+		}
+		if got := errorCode(t, toolResults(fake.Requests()[1])["r1"]); got != "invalid_args" {
+			t.Errorf("result %s", toolResults(fake.Requests()[1])["r1"])
+		}
+		if _, s := getSessionAs(t, gw, id, acme(id)); len(s.PendingApprovals) != 0 {
+			t.Errorf("pending %+v", s.PendingApprovals)
+		}
+	})
+}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/switchboard-ai/switchboard/graphs"
+	"github.com/switchboard-ai/switchboard/internal/freshstack"
 )
 
 // callKind tells how the run treats one tool call of a model turn.
@@ -183,10 +184,29 @@ func (rn *run) sortTurn(calls []ToolCall) (cs []classified, client []ToolCall, c
 				c.inv.Refusal = &ToolRefusal{codeDenied, "this handoff is not enabled for this request"}
 			default:
 				considered = i
+				// A handoff that cannot happen is refused before any gate:
+				// no person is asked to approve it.
+				c.inv.Refusal = rn.impossibleHandoff(&c.inv)
 			}
 		}
 	}
 	return cs, client, considered
+}
+
+// impossibleHandoff is the refusal of a handoff call whose arguments its
+// schema refuses, or that max_handoffs leaves no room for (as
+// considerHandoff would answer it); nil when it may happen.
+func (rn *run) impossibleHandoff(inv *ToolInvocation) *ToolRefusal {
+	var err error
+	// Aside: decoding and validating go deep (considerHandoff).
+	freshstack.Run(func() { _, err = parseArgs(inv.Handoff, inv.Call.Function.Arguments) })
+	switch {
+	case err != nil:
+		return &ToolRefusal{codeInvalidArgs, err.Error()}
+	case rn.handoffs >= rn.graph.MaxHandoffs:
+		return &ToolRefusal{codeLimitExceeded, fmt.Sprintf("max_handoffs (%d) reached in this run; answer the user yourself", rn.graph.MaxHandoffs)}
+	}
+	return nil
 }
 
 // heldCalls returns the calls of a turn that wait (an approval).
