@@ -23,8 +23,38 @@ type completion struct {
 	Created  int64         `json:"created"`
 	Model    string        `json:"model"`
 	Choices  []choice      `json:"choices"`
-	Usage    runtime.Usage `json:"usage"`
+	Usage    replyUsage    `json:"usage"`
 	Metadata replyMetadata `json:"metadata"`
+}
+
+// replyUsage is a reply's usage as OpenAI's: the counts, and the
+// providers' details when they gave some.
+type replyUsage struct {
+	PromptTokens            int                `json:"prompt_tokens"`
+	CompletionTokens        int                `json:"completion_tokens"`
+	TotalTokens             int                `json:"total_tokens"`
+	PromptTokensDetails     *promptDetails     `json:"prompt_tokens_details,omitempty"`
+	CompletionTokensDetails *completionDetails `json:"completion_tokens_details,omitempty"`
+}
+
+type promptDetails struct {
+	CachedTokens int `json:"cached_tokens"`
+}
+
+type completionDetails struct {
+	ReasoningTokens int `json:"reasoning_tokens"`
+}
+
+// newReplyUsage renders u.
+func newReplyUsage(u runtime.Usage) replyUsage {
+	out := replyUsage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
+	if u.CachedTokens > 0 {
+		out.PromptTokensDetails = &promptDetails{CachedTokens: u.CachedTokens}
+	}
+	if u.ReasoningTokens > 0 {
+		out.CompletionTokensDetails = &completionDetails{ReasoningTokens: u.ReasoningTokens}
+	}
+	return out
 }
 
 type choice struct {
@@ -194,7 +224,7 @@ func (r *chatJSON) result(res *runtime.Result) *Error {
 		Created:  time.Now().Unix(),
 		Model:    r.graph.Name,
 		Choices:  []choice{{Message: newReplyMessage(msg), FinishReason: res.FinishReason}},
-		Usage:    res.Usage,
+		Usage:    newReplyUsage(res.Usage),
 		Metadata: meta,
 	})
 	return nil

@@ -330,6 +330,8 @@ func (r *responseRender) finish(res *runtime.Result, metadata map[string]string)
 // account sets the response's usage and adds metadata to the request's.
 func (r *responseRender) account(u runtime.Usage, metadata map[string]string) {
 	r.resp.Usage = &responseUsage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
+	r.resp.Usage.InputTokensDetails.CachedTokens = u.CachedTokens
+	r.resp.Usage.OutputTokensDetails.ReasoningTokens = u.ReasoningTokens
 	for k, v := range metadata {
 		r.resp.Metadata[k] = v
 	}

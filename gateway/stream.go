@@ -276,6 +276,14 @@ func appendChunk(b, idJSON []byte, created int64, model string, d *chunkDelta, c
 		b = strconv.AppendInt(b, int64(usage.CompletionTokens), 10)
 		b = append(b, `,"total_tokens":`...)
 		b = strconv.AppendInt(b, int64(usage.TotalTokens), 10)
+		if usage.CachedTokens > 0 {
+			b = append(b, `,"prompt_tokens_details":{"cached_tokens":`...)
+			b = append(strconv.AppendInt(b, int64(usage.CachedTokens), 10), '}')
+		}
+		if usage.ReasoningTokens > 0 {
+			b = append(b, `,"completion_tokens_details":{"reasoning_tokens":`...)
+			b = append(strconv.AppendInt(b, int64(usage.ReasoningTokens), 10), '}')
+		}
 		b = append(b, '}')
 	} else {
 		b = append(b, `,"choices":[{"index":0,"delta":{`...)

@@ -282,3 +282,37 @@ func TestRefusalIsTheText(t *testing.T) {
 		})
 	}
 }
+
+// The providers' usage details (cached prompt tokens, reasoning tokens)
+// reach the client summed over the run's model calls, as the counts do:
+// in a reply, a stream's usage chunk and a response's usage.
+func TestUsageDetails(t *testing.T) {
+	usage := &fakeupstream.Usage{PromptTokens: 10, CompletionTokens: 5,
+		PromptTokensDetails:     &fakeupstream.PromptTokensDetails{CachedTokens: 6},
+		CompletionTokensDetails: &fakeupstream.CompletionTokensDetails{ReasoningTokens: 3}}
+	run := func() []fakeupstream.Reply {
+		return []fakeupstream.Reply{
+			{ToolCalls: []fakeupstream.ToolCall{toolCall("c1", "transfer_to_billing", `{}`)}, Usage: usage},
+			{Text: "Billing here.", Usage: usage},
+		}
+	}
+	gw, fake := sessionDesk(t, "memory://")
+	const want = `"prompt_tokens":20,"completion_tokens":10,"total_tokens":30,"prompt_tokens_details":{"cached_tokens":12},"completion_tokens_details":{"reasoning_tokens":6}}`
+
+	fake.Push(run()...)
+	if r := gw.Chat(gwtest.User("support", "charged twice"), nil); !strings.Contains(string(r.Body), want) {
+		t.Errorf("reply: %s", r.Body)
+	}
+	fake.Push(run()...)
+	body := gwtest.User("support", "charged twice")
+	body["stream"] = true
+	body["stream_options"] = map[string]any{"include_usage": true}
+	if r := gw.Chat(body, nil); !strings.Contains(string(r.Body), want) {
+		t.Errorf("stream: %s", r.Body)
+	}
+	fake.Push(run()...)
+	r := gw.Do(context.Background(), http.MethodPost, "/v1/responses", map[string]any{"model": "support", "input": "charged twice"}, nil)
+	if !strings.Contains(string(r.Body), `"input_tokens_details":{"cached_tokens":12,`) || !strings.Contains(string(r.Body), `"output_tokens_details":{"reasoning_tokens":6}`) {
+		t.Errorf("response: %s", r.Body)
+	}
+}

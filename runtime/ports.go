@@ -104,6 +104,12 @@ type Usage struct {
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
 	TotalTokens      int `json:"total_tokens"`
+	// The providers' details, when they give them (0 otherwise): prompt
+	// tokens read from the provider's cache, and completion tokens spent
+	// reasoning. Replies render them (prompt_tokens_details,
+	// completion_tokens_details); they are not in this type's JSON.
+	CachedTokens    int `json:"-"`
+	ReasoningTokens int `json:"-"`
 }
 
 // Add adds u2 to u.
@@ -111,6 +117,8 @@ func (u *Usage) Add(u2 Usage) {
 	u.PromptTokens += u2.PromptTokens
 	u.CompletionTokens += u2.CompletionTokens
 	u.TotalTokens += u2.TotalTokens
+	u.CachedTokens += u2.CachedTokens
+	u.ReasoningTokens += u2.ReasoningTokens
 }
 
 // ChatResponse is a provider's answer to one call.
