@@ -88,11 +88,16 @@ func Secrets(s string) string {
 // IPv6 one with its port.
 var ipAddr = regexp.MustCompile(`\b(?:\d{1,3}\.){3}\d{1,3}(?::\d{1,5})?\b|\[[0-9A-Fa-f.]*:[0-9A-Fa-f:.]*\](?::\d{1,5})?`)
 
-// Addresses returns s with its IP addresses (and their ports) replaced by
-// Mask: a provider's error text may name the addresses of its own
+// hostPort is a host name with a port (internal-lb.corp.local:8443,
+// localhost:9000): how a backend names another. A public URL a provider
+// points to (its docs) names no port, and stays.
+var hostPort = regexp.MustCompile(`\b(?:localhost|[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)+):\d{1,5}\b`)
+
+// Addresses returns s with its IP addresses and host:port pairs replaced
+// by Mask: a provider's error text may name the addresses of its own
 // network, which a client must not see (CONTRACT §14).
 func Addresses(s string) string {
-	return ipAddr.ReplaceAllString(s, Mask)
+	return hostPort.ReplaceAllString(ipAddr.ReplaceAllString(s, Mask), Mask)
 }
 
 // Known returns s with every occurrence of each known secret (an API key

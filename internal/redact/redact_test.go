@@ -53,6 +53,9 @@ func TestSecrets(t *testing.T) {
 	if got := Addresses("dial tcp 10.0.0.5:443: connect: connection refused; upstream [fd00::1]:8080 and 192.168.1.20 down; model v1.2"); got != "dial tcp xxxxx: connect: connection refused; upstream xxxxx and xxxxx down; model v1.2" {
 		t.Errorf("Addresses = %q", got)
 	}
+	if got := Addresses("upstream internal-lb.corp.local:8443 and localhost:9000 down; model gpt-4.1-mini; see https://platform.openai.com/docs at 12:30"); got != "upstream xxxxx and xxxxx down; model gpt-4.1-mini; see https://platform.openai.com/docs at 12:30" {
+		t.Errorf("Addresses = %q", got)
+	}
 	if in := "messages[0].content[1] is invalid"; Addresses(in) != in {
 		t.Errorf("Addresses changed plain text: %q", Addresses(in))
 	}
