@@ -281,6 +281,11 @@ func (call *responsesCall) runInput(ctx context.Context, rreq *runtime.Request, 
 		call.spent, call.failedAt = re.Usage, re.Point
 	}
 	var pe *runtime.ParamError
+	if errors.As(err, &pe) && pe.Param == "tool_choice" {
+		// The run reads tool_choice in the Chat Completions shape
+		// (responsesRequest.toolChoice): the shape it shows is this API's.
+		return res, badRequest("tool_choice", "%s", strings.ReplaceAll(pe.Msg, `{"type": "function", "function": {"name": ...}}`, `{"type": "function", "name": ...}`))
+	}
 	if errors.As(err, &pe) && pe.Param == "messages" {
 		// Calls of the response left without their function_call_output.
 		return res, badRequest("input", "%s", pe.Msg)

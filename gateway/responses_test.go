@@ -421,6 +421,12 @@ func TestResponsesToolChoice(t *testing.T) {
 	if bad.Status != http.StatusBadRequest || !strings.Contains(string(bad.Body), `"param":"tool_choice"`) {
 		t.Errorf("unknown tool_choice: %d %s", bad.Status, bad.Body)
 	}
+	// A shape of another API is refused with this API's shape shown.
+	chatShaped := gw.Do(context.Background(), http.MethodPost, "/v1/responses",
+		input("x", "tool_choice", map[string]any{"type": "function", "function": map[string]any{"name": "get_weather"}}), nil)
+	if chatShaped.Status != http.StatusBadRequest || !strings.Contains(string(chatShaped.Body), `{\"type\": \"function\", \"name\": ...}`) {
+		t.Errorf("a chat-shaped tool_choice: %d %s", chatShaped.Status, chatShaped.Body)
+	}
 }
 
 // A function_call_output whose call_id answers no call of the response it
