@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -588,5 +589,41 @@ func TestMovedOnDecisionSpan(t *testing.T) {
 	got := strings.Join(coll.decisions(), "\n")
 	if !strings.Contains(got, "POST /v1/chat/completions: rejected/approver") {
 		t.Errorf("no rejected/approver event on the request's span among\n%s", got)
+	}
+}
+
+// A turn's calls are put to the hook concurrently, and their approvals
+// stored as each answer comes; the session lists them pending in the
+// order of the calls, as the pause did.
+func TestPendingApprovalsInCallOrder(t *testing.T) {
+	h := newHookServer(t, func(c hookCall) (int, string) {
+		if c.Tool != "lookup_charges" {
+			return http.StatusOK, `{"action": "allow"}`
+		}
+		if strings.Contains(string(c.Arguments), "may") {
+			time.Sleep(60 * time.Millisecond) // the first call's answer comes last
+		}
+		return http.StatusOK, `{"action": "ask"}`
+	})
+	gw, _, _ := hookedDesk(t, "memory://", h, "",
+		fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("c1", "transfer_to_billing", `{}`)}},
+		fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{
+			toolCall("l1", "lookup_charges", `{"month":"may"}`),
+			toolCall("l2", "lookup_charges", `{"month":"june"}`),
+		}},
+	)
+	id := newSessionID(t)
+	var p pausedReply
+	gw.Chat(gwtest.User("support", "my charges?"), acme(id)).Decode(t, &p)
+	_, s := getSessionAs(t, gw, id, acme(id))
+	var reply, listed []string
+	for _, a := range p.Metadata.Approvals {
+		reply = append(reply, a.ToolCallID)
+	}
+	for _, a := range s.PendingApprovals {
+		listed = append(listed, a.ToolCallID)
+	}
+	if want := []string{"l1", "l2"}; !slices.Equal(reply, want) || !slices.Equal(listed, want) {
+		t.Errorf("the pause lists %v, the session %v; want %v for both", reply, listed, want)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/switchboard-ai/switchboard/internal/redact"
@@ -137,7 +138,11 @@ func decide(list []Approval, d Decision, now time.Time) (*Approval, error) {
 	return nil, fmt.Errorf("approval %s: %w", d.ID, ErrApprovalNotFound)
 }
 
-// PendingApprovals returns the session's approvals still waiting.
+// PendingApprovals returns the session's approvals still waiting, in the
+// order of the paused turn's calls, as the pause listed them: a turn's
+// calls may be checked concurrently (a pre_tool_call hook), and their
+// approvals stored as each check ended. Those asked inside a sub-agent
+// come after, in the order they were asked.
 func (s *Session) PendingApprovals() []Approval {
 	out := []Approval{}
 	now := time.Now()
@@ -147,6 +152,19 @@ func (s *Session) PendingApprovals() []Approval {
 			out = append(out, a.public())
 		}
 	}
+	pos := map[string]int{}
+	if i := lastAssistant(s.Messages); i >= 0 {
+		for j, c := range s.Messages[i].ToolCalls {
+			pos[c.ID] = j
+		}
+	}
+	at := func(a Approval) int {
+		if j, ok := pos[a.ToolCallID]; ok {
+			return j
+		}
+		return len(pos)
+	}
+	slices.SortStableFunc(out, func(a, b Approval) int { return cmp.Compare(at(a), at(b)) })
 	return out
 }
 
