@@ -282,19 +282,20 @@ func TestPreToolCallStricterWins(t *testing.T) {
 			switch c.Tool {
 			case "escalate_refund":
 				return http.StatusOK, `{"action": "allow", "arguments": {"orderId": "o-9", "note": "checked"}}`
-			case "transfer_to_tech-support":
+			case "transfer_to_triage":
 				return http.StatusOK, `{"action": "ask"}`
 			}
 			return allowAll(c)
 		})
+		// (The desk's max_handoffs is 2: a third handoff of the run could
+		// not happen, and would be refused before anyone is asked.)
 		gw, fake, tools := hookedDesk(t, storeURL, h, "",
 			fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("c1", "transfer_to_billing", `{}`)}},
 			fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("b1", "broken_tool", `{}`)}},
 			fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("t1", "transfer_to_triage", `{}`)}},
-			fakeupstream.Reply{ToolCalls: []fakeupstream.ToolCall{toolCall("s1", "transfer_to_tech-support", `{}`)}},
 		)
 		id := newSessionID(t)
-		paused(t, gw, gwtest.User("support", "it's broken"), acme(id), "transfer_to_tech-support", `{}`)
+		paused(t, gw, gwtest.User("support", "it's broken"), acme(id), "transfer_to_triage", `{}`)
 		if res := toolResults(fake.Requests()[2])["b1"]; errorCode(t, res) != "denied" || !strings.Contains(res, "is denied by a permission rule") {
 			t.Errorf("rule deny over hook allow: %s", res)
 		}
