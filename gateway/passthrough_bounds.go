@@ -37,8 +37,9 @@ type proxyCall struct {
 	ctx context.Context // the proxied request's; its cause says why it ended
 	// tokens is the answer's usage.total_tokens, once read.
 	tokens int64
-	// failed is set when the answer's body failed after its status was
-	// sent: the client's response must be cut short, not ended.
+	// failed is why the answer's body failed as it was copied (too large,
+	// idle, past the timeout): the client gets the error when nothing of
+	// the answer had left yet, else its response is cut short, not ended.
 	failed error
 	cancel context.CancelCauseFunc
 }
