@@ -125,9 +125,14 @@ func (rn *run) considerHandoff(inv *ToolInvocation) (res ToolResult) {
 
 // considerHandoffHere is considerHandoff on the caller's stack.
 func (rn *run) considerHandoffHere(inv *ToolInvocation) ToolResult {
-	a, err := parseArgs(inv.Handoff, inv.Call.Function.Arguments)
-	if err != nil {
-		return ToolError(codeInvalidArgs, err.Error())
+	a := inv.args
+	if inv.argsOf != inv.Call.Function.Arguments || a.values == nil {
+		// Not read as the turn was sorted, or rewritten since (a
+		// pre_tool_call hook).
+		var err error
+		if a, err = parseArgs(inv.Handoff, inv.Call.Function.Arguments); err != nil {
+			return ToolError(codeInvalidArgs, err.Error())
+		}
 	}
 	if rn.handoffs >= rn.graph.MaxHandoffs {
 		return ToolError(codeLimitExceeded, fmt.Sprintf("max_handoffs (%d) reached in this run; answer the user yourself", rn.graph.MaxHandoffs))

@@ -171,6 +171,9 @@ type ToolInvocation struct {
 
 	rn   *run
 	args orderedArgs // a handoff's validated arguments, set by the run
+	// argsOf is the arguments string args was read from: a gate that
+	// rewrote the call's arguments has them read again.
+	argsOf string
 	// perm is the permission gate's decision, for the observer to count
 	// and trace; nil when the gate decided nothing new (a call still
 	// pending, or one refused whatever is decided).

@@ -198,8 +198,13 @@ func (rn *run) sortTurn(calls []ToolCall) (cs []classified, client []ToolCall, c
 // considerHandoff would answer it); nil when it may happen.
 func (rn *run) impossibleHandoff(inv *ToolInvocation) *ToolRefusal {
 	var err error
-	// Aside: decoding and validating go deep (considerHandoff).
-	freshstack.Run(func() { _, err = parseArgs(inv.Handoff, inv.Call.Function.Arguments) })
+	// Aside: decoding and validating go deep (considerHandoff). The
+	// arguments read are kept for considerHandoff, unless a gate rewrites
+	// them.
+	freshstack.Run(func() {
+		inv.args, err = parseArgs(inv.Handoff, inv.Call.Function.Arguments)
+		inv.argsOf = inv.Call.Function.Arguments
+	})
 	switch {
 	case err != nil:
 		return &ToolRefusal{codeInvalidArgs, err.Error()}
