@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,8 +13,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/switchboard-ai/switchboard/internal/syncbuf"
 )
 
 // build compiles the gateway and the reverse proxy into dir.
@@ -36,7 +36,7 @@ type proc struct {
 	name string
 	cmd  *exec.Cmd
 	base string // http://127.0.0.1:port
-	log  syncBuffer
+	log  syncbuf.Buffer
 }
 
 // start runs bin with args, where "{addr}" becomes 127.0.0.1:0, reads the
@@ -231,31 +231,4 @@ func (p *proc) metrics() (map[string]float64, error) {
 		return nil, fmt.Errorf("scrape %s: no %s", p.name, mallocs)
 	}
 	return out, nil
-}
-
-// syncBuffer is a process's log: os/exec writes it from its own goroutine
-// while the harness reads it between phases.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// String returns what was written so far.
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// Len returns how many bytes were written so far.
-func (b *syncBuffer) Len() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Len()
 }

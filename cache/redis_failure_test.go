@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-ai/switchboard/internal/syncbuf"
 	"github.com/switchboard-ai/switchboard/internal/testenv"
 	"github.com/switchboard-ai/switchboard/runtime"
 )
@@ -197,28 +198,10 @@ func TestRedisRecoversWhenRedisReturns(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a log's output that tests read while goroutines write.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // go-redis's own complaints (its pool cannot dial) reach the store's log
 // in the log's format, not standard error as plain text among JSON lines.
 func TestRedisLogsThroughTheStoresLog(t *testing.T) {
-	var out lockedBuffer
+	var out syncbuf.Buffer
 	s := openRedis(t, Options{URL: "redis://" + closedAddr(t), Timeout: 300 * time.Millisecond,
 		Log: slog.New(slog.NewJSONHandler(&out, nil))})
 	if _, err := s.Load(context.Background(), runtime.SessionKey{ID: "x"}); !errors.Is(err, runtime.ErrStoreUnavailable) {

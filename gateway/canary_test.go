@@ -11,6 +11,7 @@ import (
 
 	"github.com/switchboard-ai/switchboard/internal/fakeupstream"
 	"github.com/switchboard-ai/switchboard/internal/gwtest"
+	"github.com/switchboard-ai/switchboard/internal/syncbuf"
 )
 
 // collector is a fake OTLP/HTTP endpoint that keeps every export's bytes.
@@ -38,24 +39,6 @@ func (c *collector) bytes() []byte {
 	return append([]byte(nil), c.buf.Bytes()...)
 }
 
-// syncBuffer is a log sink safe for the gateway's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // No prompt, completion or API key reaches spans or logs unless
 // capture_content is on; with it on, prompts and completions do, keys never.
 func TestNoContentInSpansOrLogs(t *testing.T) {
@@ -81,7 +64,7 @@ func TestNoContentInSpansOrLogs(t *testing.T) {
 			if capture {
 				yaml += "  capture_content: true\n"
 			}
-			var logs syncBuffer
+			var logs syncbuf.Buffer
 			cfg := gwtest.Compile(t, yaml, map[string]string{"FAKE_URL": fake.URL, "TOOLS_URL": tools.URL})
 			gw := gwtest.StartLogging(t, cfg, &logs)
 

@@ -20,6 +20,7 @@ import (
 
 	"github.com/switchboard-ai/switchboard/internal/fakeupstream"
 	"github.com/switchboard-ai/switchboard/internal/gwtest"
+	"github.com/switchboard-ai/switchboard/internal/syncbuf"
 )
 
 // The tests of CONTRACT §14 that a client can drive: slow and silent
@@ -240,7 +241,7 @@ func TestProviderSecretsReachNoClientOrLog(t *testing.T) {
 		}
 	}))
 	t.Cleanup(upstream.Close)
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	cfg := gwtest.Compile(t, `
 providers:
   fake: {base_url: "${FAKE_URL}", api_key: "${KEY}", max_retries: 0}

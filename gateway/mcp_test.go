@@ -14,6 +14,7 @@ import (
 
 	"github.com/switchboard-ai/switchboard/internal/fakeupstream"
 	"github.com/switchboard-ai/switchboard/internal/gwtest"
+	"github.com/switchboard-ai/switchboard/internal/syncbuf"
 )
 
 // mcpYAML is a two-desk support graph and a one-agent graph, behind keys.
@@ -419,7 +420,7 @@ func TestMCPToolNameClashKeepsTheRealName(t *testing.T) {
 	fake := fakeupstream.New(t, fakeupstream.Reply{Text: "echoed"})
 	yaml := strings.Replace(mcpYAML, "  parrot: {lead: echo}\n",
 		"  \"my graph\": {lead: triage}\n  my_graph: {lead: echo}\n  \"a/b\": {lead: echo}\n  \"a b\": {lead: triage}\n", 1)
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	gw := gwtest.StartLogging(t, gwtest.Compile(t, yaml, map[string]string{"FAKE_URL": fake.URL}), &logs)
 	cs, res := listTools(t, gw, "acme-key")
 	var got []string

@@ -6,6 +6,7 @@ import (
 
 	"github.com/switchboard-ai/switchboard/internal/fakeupstream"
 	"github.com/switchboard-ai/switchboard/internal/gwtest"
+	"github.com/switchboard-ai/switchboard/internal/syncbuf"
 )
 
 // A Responses run makes the same spans as a chat run: the HTTP server span
@@ -21,7 +22,7 @@ func TestResponsesSpans(t *testing.T) {
 	tools := newToolServer(t)
 	coll, collURL := newCollector(t)
 	yaml := deskYAML + "telemetry:\n  otlp_endpoint: " + collURL + "\n"
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	gw := gwtest.StartLogging(t, gwtest.Compile(t, yaml, map[string]string{"FAKE_URL": fake.URL, "TOOLS_URL": tools.URL}), &logs)
 
 	_, final := stream(t, gw, input(userCanary), nil)

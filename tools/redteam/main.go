@@ -8,7 +8,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -20,9 +19,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
+
+	"github.com/switchboard-ai/switchboard/internal/syncbuf"
 )
 
 // Secrets planted where the gateway must not repeat them.
@@ -146,32 +146,14 @@ agents:
 type gateway struct {
 	cmd  *exec.Cmd
 	addr string
-	log  *lockedBuffer
-}
-
-// lockedBuffer collects the gateway's output.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	log  *syncbuf.Buffer
 }
 
 // startGateway runs the gateway on a port the kernel picks and reads the
 // address from its "switchboard listening" log line: a port picked here
 // and released for the gateway could be taken by any socket meanwhile.
 func startGateway(bin, cfg string) (*gateway, error) {
-	g := &gateway{log: &lockedBuffer{}}
+	g := &gateway{log: &syncbuf.Buffer{}}
 	g.cmd = exec.Command(bin, "serve", "--config", cfg, "--listen", "127.0.0.1:0")
 	g.cmd.Stdout, g.cmd.Stderr = g.log, g.log
 	if err := g.cmd.Start(); err != nil {
