@@ -41,14 +41,22 @@ func (r *Runner) runSession(ctx context.Context, req *Request, sink Sink) (*Resu
 			r.log.Warn("save the finished steps of a failed run", "session", req.SessionID, "err", kerr)
 		}
 	}
-	err = rn.failed(err)
-	if re := (*RunError)(nil); errors.As(err, &re) {
-		sv := &rn.session
-		saved := rn.transcript[:min(sv.saved, len(rn.transcript))]
-		p := pointAfter(rn.history, saved, sv.version, sv.holder)
-		re.Point = &p
+	if err == nil {
+		return res, nil
 	}
-	return res, err
+	return res, rn.failedAt(err)
+}
+
+// failedAt is failed for a session's run: the error also says where the
+// session stands after the steps the run saved (RunError.Point).
+//
+//go:noinline
+func (rn *run) failedAt(err error) error {
+	re := rn.failed(err).(*RunError)
+	sv := &rn.session
+	p := pointAfter(rn.history, rn.transcript[:min(sv.saved, len(rn.transcript))], sv.version, sv.holder)
+	re.Point = &p
+	return re
 }
 
 // leaseLost is the error of a run whose session lock was lost.
